@@ -1,0 +1,78 @@
+"""The paper's three baselines (section 3.4) as pure functions of a scenario.
+
+Oracle:    ghost-ball candidates + simulator micro-search.
+Heuristic: the cheapest ghost-ball candidate, no search.
+Random:    uniform aim, speed and declared target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from poolbench_data.physics import simulate
+from poolbench_data.players.candidates import candidates, speed_for
+from poolbench_data.records import V0_RANGE, Scenario, Shot
+from poolbench_data.scoring import score
+
+# The paper's 3x5 grid, in its order: first success wins.
+ORACLE_SPEEDS = (8.0, 10.0, 12.0)
+ORACLE_DPHIS = (0.0, 0.4, -0.4, 0.8, -0.8)
+ORACLE_TOP_K = 8
+
+
+@dataclass(frozen=True)
+class Decision:
+    shot: Shot
+    sims: int = 0  # simulations spent deciding
+    how: str = ""  # pot | contact-fallback | geometric-fallback | geometric | random | no-candidate
+
+
+def oracle(scenario: Scenario, aim: str = "potting-point", top_k: int = ORACLE_TOP_K) -> Decision:
+    """First grid shot that pots an own ball LEGALLY (the paper's wording also
+    accepts a foul pot; we do not). Falls back to the first legal contact
+    without foul, then to the best geometric candidate."""
+    cands = candidates(scenario, aim)[:top_k]
+    if not cands:
+        return _no_candidate(scenario)
+    sims, contact = 0, None
+    for c in cands:
+        for V0 in ORACLE_SPEEDS:
+            for dphi in ORACLE_DPHIS:
+                shot = c.shot(V0, dphi)
+                m = score(simulate(scenario, shot))
+                sims += 1
+                if m.clean_pot:
+                    return Decision(shot, sims, "pot")
+                if contact is None and m.legal_contact and not m.foul:
+                    contact = shot
+    if contact is not None:
+        return Decision(contact, sims, "contact-fallback")
+    return Decision(cands[0].shot(speed_for(cands[0])), sims, "geometric-fallback")
+
+
+def heuristic(scenario: Scenario, aim: str = "potting-point") -> Decision:
+    cands = candidates(scenario, aim)
+    if not cands:
+        return _no_candidate(scenario)
+    return Decision(cands[0].shot(speed_for(cands[0])), 0, "geometric")
+
+
+def random_player(scenario: Scenario, seed: int = 0) -> Decision:
+    """Uniform phi in [0, 360), V0 in [2, 12], a random own target (logged only)."""
+    rng = np.random.default_rng([seed, scenario.seed])
+    own = [b.id for b in scenario.own()]
+    phi = float(rng.uniform(0.0, 360.0))
+    V0 = float(rng.uniform(*V0_RANGE))
+    target = own[int(rng.integers(len(own)))]
+    return Decision(Shot(phi=phi, V0=V0, target_ball=target), 0, "random")
+
+
+def _no_candidate(scenario: Scenario) -> Decision:
+    """No ghost-ball candidate at all: aim straight at the nearest own ball."""
+    from poolbench_data.geometry import angle_deg
+
+    c = scenario.cue
+    t = min(scenario.own(), key=lambda b: (b.x - c.x) ** 2 + (b.y - c.y) ** 2)
+    return Decision(Shot(angle_deg(c.x, c.y, t.x, t.y), 8.0, target_ball=t.id), 0, "no-candidate")
