@@ -1,0 +1,63 @@
+"""Core benchmark: python benchmarks/bench_core.py [--n 50]
+
+(a) our simulate() against raw pooltool on identical shots (same run),
+(b) Oracle simulations per decision,
+(c) scenarios per second for the full baseline run, 1 and 2 workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+
+def overhead(scenarios, shots) -> tuple[float, float]:
+    import pooltool as pt
+
+    from poolbench_data.physics import build_system, engine, simulate
+
+    t0 = time.perf_counter()
+    for s, shot in zip(scenarios, shots):
+        pt.simulate(build_system(s, shot), engine=engine(), max_events=1000)
+    raw = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for s, shot in zip(scenarios, shots):
+        simulate(s, shot)
+    ours = time.perf_counter() - t0
+    return raw, ours
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=50)
+    args = ap.parse_args(argv)
+
+    from poolbench_data.players import DEFAULT_BASELINES, heuristic
+    from poolbench_data.runs import run_baselines
+    from poolbench_data.scenarios import generate
+    from poolbench_data.stats import quantile
+
+    scenarios = generate(args.n)
+    shots = [heuristic(s, "centre").shot for s in scenarios]
+    overhead(scenarios[:3], shots[:3])  # warm numba and caches
+    raw, ours = overhead(scenarios * 3, shots * 3)
+    rows = [("simulate: raw pooltool (ms/shot)", f"{1000 * raw / (3 * args.n):.2f}"),
+            ("simulate: poolbench (ms/shot)", f"{1000 * ours / (3 * args.n):.2f}"),
+            ("simulate: overhead ratio", f"{ours / raw:.3f}")]
+    for workers in (1, 2):
+        t0 = time.perf_counter()
+        runs = list(run_baselines(scenarios, DEFAULT_BASELINES, workers=workers, total=args.n, progress=False))
+        dt = time.perf_counter() - t0
+        rows.append((f"baseline run, {workers} worker(s) (scenarios/s)", f"{args.n / dt:.2f}"))
+    sims = [r.sims for run in runs for r in run.records if r.player == "oracle"]
+    rows += [("oracle sims/decision: median", f"{quantile(sims, 0.5):.0f}"),
+             ("oracle sims/decision: p90", f"{quantile(sims, 0.9):.0f}"),
+             ("oracle sims/decision: max (grid allows 120)", f"{max(sims)}")]
+    w = max(len(k) for k, _ in rows)
+    print(f"{'metric'.ljust(w)}  value\n{'-' * w}  -----")
+    for k, v in rows:
+        print(f"{k.ljust(w)}  {v}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Set up .venv/ and run the whole test suite (real pooltool, vLLM CPU, TRL).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

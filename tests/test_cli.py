@@ -1,0 +1,26 @@
+import json
+
+from poolbench_data.cli import main
+
+
+def test_baseline_command_prints_table_and_saves_json(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["baseline", "--n", "7", "--workers", "2", "--out", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    for word in ("Contact %", "Potted %", "Foul %", "Clean pot %", "oracle", "heuristic-centre", "random",
+                 "Straight-pottable boards", "by category"):
+        assert word in text
+    data = json.loads(out.read_text())
+    assert set(data["summary"]) == {"oracle", "heuristic-centre", "heuristic", "random"}
+    assert data["provenance"]["versions"]["pooltool"] == "0.6.0"
+    assert len(data["labels"]) == 7
+    o = data["summary"]["oracle"]["overall"]["legal_contact"]
+    assert o["n"] == 7 and 0 <= o["lo"] <= o["pct"] <= o["hi"] <= 100
+
+
+def test_bad_arguments_are_refused(capsys):
+    assert main(["baseline", "--players", "oracle,genius", "--out", ""]) == 2
+    assert "unknown player" in capsys.readouterr().err
+    import pytest
+    with pytest.raises(SystemExit):
+        main(["baseline", "--n", "0"])

@@ -1,0 +1,116 @@
+import math
+import subprocess
+import sys
+
+import pytest
+
+from poolbench_data.physics import build_system, simulate
+from poolbench_data.records import Event, Metrics, Shot, ShotResult
+from poolbench_data.scoring import score, score_not_fired
+
+
+@pytest.fixture
+def corner(board):
+    """Cue, ball 1 and the lb pocket in a straight line."""
+    return board({"cue": (0.45, 0.45), "1": (0.3, 0.3), "9": (0.8, 1.8), "8": (0.5, 1.6)})
+
+
+def test_balls_enter_pooltool_in_canonical_order(board):
+    s = board({"8": (0.3, 1.5), "12": (0.9, 1.9), "cue": (0.5, 0.3), "3": (0.7, 1.0), "1": (0.2, 1.0)})
+    assert list(build_system(s, Shot(90, 5)).balls) == ["cue", "1", "3", "8", "12"]
+
+
+def test_straight_pot_is_legal_and_clean(board):
+    s = board({"cue": (0.5, 0.3), "1": (0.5, 1.0), "9": (0.9, 0.3)})
+    # Straight up the table is not a pocket line: contact, no pot, no foul.
+    r = simulate(s, Shot(90.0, 4.0))
+    m = score(r)
+    assert r.status == "ok" and r.first_contact == "1"
+    assert (m.legal_contact, m.foul) == (True, False)
+
+
+def test_contact_plus_scratch_sets_both_flags(corner):
+    r = simulate(corner, Shot(225.0, 4.0))
+    m = score(r)
+    assert [b for b, _ in r.pocketed] == ["1", "cue"] and {p for _, p in r.pocketed} == {"lb"}
+    assert m.legal_contact and m.own_potted and m.foul and not m.clean_pot
+    assert m.foul_reasons == ("scratch",)
+
+
+def test_scratch_without_contact(board):
+    s = board({"cue": (0.3, 0.3), "1": (0.7, 1.5), "8": (0.3, 1.5)})
+    m = score(simulate(s, Shot(225.0, 3.0)))
+    assert m.foul_reasons == ("scratch", "no-contact") and not m.legal_contact
+
+
+def test_eight_ball_potted_and_wrong_first_contact(board):
+    s = board({"cue": (0.45, 0.45), "8": (0.3, 0.3), "1": (0.8, 1.8)})
+    m = score(simulate(s, Shot(225.0, 3.0, b=-0.3)))
+    assert "eight-potted" in m.foul_reasons and "wrong-first-contact" in m.foul_reasons
+    assert m.opp_or_8_potted and not m.own_potted
+
+
+def test_wrong_first_contact_on_a_stripe(board):
+    s = board({"cue": (0.5, 0.3), "9": (0.5, 0.8), "1": (0.5, 1.5)})
+    r = simulate(s, Shot(90.0, 3.0))
+    assert r.first_contact == "9" and score(r).foul_reasons == ("wrong-first-contact",)
+
+
+def test_no_contact_at_all(board):
+    s = board({"cue": (0.5, 1.0), "1": (0.5, 1.5)})
+    m = score(simulate(s, Shot(0.0, 2.0)))
+    assert m.foul_reasons == ("no-contact",) and not m.legal_contact and m.foul
+
+
+@pytest.mark.parametrize("shot, reason", [
+    (Shot(math.nan, 5.0), "non-finite"),
+    (Shot(90.0, math.inf), "non-finite"),
+    (Shot(90.0, 1e9), "out-of-range"),
+    (Shot(90.0, 1.0), "out-of-range"),
+    (Shot(90.0, 5.0, b=0.9), "out-of-range"),
+    (Shot("90", 5.0), "non-numeric"),
+])
+def test_invalid_shots_are_recorded_not_raised(board, shot, reason):
+    s = board({"cue": (0.5, 0.3), "1": (0.5, 1.0)})
+    r = simulate(s, shot)
+    assert r.status == "error" and f"({reason})" in r.message and r.events == ()
+    m = score(r)
+    assert m.foul and m.foul_reasons == ("not-fired", "invalid-shot")
+
+
+def test_phi_is_wrapped_not_clamped():
+    assert Shot(-90.0, 5.0).validated().phi == 270.0
+    assert Shot(450.0 - 360.0, 5.0).validated().phi == 90.0
+
+
+def test_event_limit_and_timeout_are_statuses(board):
+    s = board({"cue": (0.5, 0.3), "1": (0.5, 1.0), "2": (0.2, 1.5), "9": (0.8, 1.5)})
+    r = simulate(s, Shot(90.0, 8.0), max_events=3)
+    assert r.status == "event-limit" and "3 events" in r.message
+    r = simulate(s, Shot(90.0, 8.0), timeout_s=0.0)
+    assert r.status == "timeout"
+
+
+def test_scorer_is_pure_over_results():
+    ev = (Event(0.0, "stick_ball", ("cue_stick", "cue")), Event(0.1, "ball_ball", ("cue", "11")),
+          Event(0.3, "ball_pocket", ("11", "rt")), Event(0.5, "ball_pocket", ("3", "lt")))
+    r = ShotResult("ok", ev, "11", (), (("11", "rt"), ("3", "lt")), ())
+    # '1' must not match '11' (pooltool's ruleset matches by substring).
+    assert score(r) == Metrics(False, True, True, True, ("wrong-first-contact",))
+    assert score_not_fired("no-json") == Metrics(False, False, True, False, ("not-fired", "no-json"))
+
+
+def _trace(s, shot):
+    return simulate(s, shot).events
+
+
+def test_same_shot_same_trace_bit_for_bit_across_processes(benchmark_scenarios):
+    s = benchmark_scenarios[3]
+    shot = Shot(37.123456789, 9.87654321)
+    here = _trace(s, shot)
+    assert here == _trace(s, shot)
+    code = ("from poolbench_data.scenarios import generate;from poolbench_data.physics import simulate;"
+            "from poolbench_data.records import Shot;s=generate(4)[3];"
+            "print(repr([(e.time,e.type,e.ids) for e in simulate(s, Shot(37.123456789, 9.87654321)).events]))")
+    there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert there == repr([(e.time, e.type, e.ids) for e in here])
