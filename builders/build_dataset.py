@@ -1,0 +1,49 @@
+"""Build the PoolBench dataset folder (configs `scenarios` and `traces`).
+
+    python builders/build_dataset.py                      # ./poolbench, 50 eval + 200 train boards
+    python builders/build_dataset.py --push_to_hub --repo_id you/poolbench
+
+Then, from the folder's parent: datasets.load_dataset("poolbench", "scenarios").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ScriptArguments:
+    """Build the PoolBench scenarios and traces configs."""
+
+    output_dir: str = field(default="poolbench", metadata={"help": "Dataset folder to write (Hub repo layout)."})
+    eval_n: int = field(default=50, metadata={"help": "Evaluation (test split) scenarios: the paper's 50."})
+    eval_seed: int = field(default=0, metadata={"help": "Base seed of the evaluation scenarios."})
+    train_n: int = field(default=200, metadata={"help": "Training (train split) scenarios; 0 for none."})
+    train_seed: int = field(default=1, metadata={"help": "Base seed of the training scenarios (not eval_seed)."})
+    players: str = field(default="oracle,heuristic-centre,heuristic,random",
+                         metadata={"help": "Comma-separated baselines to trace (must include oracle)."})
+    workers: int = field(default=0, metadata={"help": "Worker processes (0: one per core)."})
+    overwrite: bool = field(default=False, metadata={"help": "Replace an existing output folder."})
+    push_to_hub: bool = field(default=False, metadata={"help": "Push the folder to the Hub as one commit."})
+    repo_id: str = field(default="poolbench/poolbench", metadata={"help": "Hub dataset repo for --push_to_hub."})
+    private: bool = field(default=False, metadata={"help": "Create the Hub repo as private."})
+    dry_run: bool = field(default=False, metadata={"help": "With --push_to_hub: print the operations only."})
+
+
+def main(argv=None):
+    from poolbench_data.cliargs import parse
+    from poolbench_data.hub.build import build_benchmark
+    from poolbench_data.hub.push import push
+    from poolbench_data.runs import default_workers
+
+    args = parse(ScriptArguments, argv)
+    counts = build_benchmark(args.output_dir, eval_n=args.eval_n, eval_seed=args.eval_seed, train_n=args.train_n,
+                             train_seed=args.train_seed, players=args.players.split(","),
+                             workers=args.workers or default_workers(), overwrite=args.overwrite)
+    print(f"wrote {args.output_dir}: {counts}")
+    if args.push_to_hub:
+        push(args.output_dir, args.repo_id, private=args.private, dry_run=args.dry_run)
+
+
+if __name__ == "__main__":
+    main()

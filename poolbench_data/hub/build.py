@@ -1,0 +1,64 @@
+"""Build the benchmark dataset (configs `scenarios` and `traces`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from poolbench_data.hub.card import write_card
+from poolbench_data.hub.folder import ShardWriter, staged_folder, write_provenance
+from poolbench_data.hub.rows import baseline_trace_rows, scenario_row
+from poolbench_data.players import BASELINES
+from poolbench_data.provenance import provenance
+from poolbench_data.report import format_table, summarize
+from poolbench_data.runs import run_baselines
+from poolbench_data.scenarios import iter_scenarios
+
+EVAL_SPLIT, TRAIN_SPLIT = "test", "train"
+
+
+def check_split_seeds(eval_seed: int, train_seed: int) -> None:
+    """Training scenarios must never share a base seed with the evaluation set."""
+    if eval_seed == train_seed:
+        raise ValueError(f"train_seed={train_seed} equals eval_seed: training scenarios would leak the "
+                         f"evaluation boards; choose a different train_seed")
+    for name, seed in (("eval_seed", eval_seed), ("train_seed", train_seed)):
+        if seed < 0:
+            raise ValueError(f"{name}={seed} must be >= 0")
+
+
+def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n: int = 0, train_seed: int = 1,
+                    players: Sequence[str] = ("oracle", "heuristic-centre", "heuristic", "random"),
+                    workers: int = 1, overwrite: bool = False, progress: bool = True, shard_rows=None) -> dict:
+    check_split_seeds(eval_seed, train_seed)
+    players = list(players)
+    unknown = [p for p in players if p not in BASELINES]
+    if unknown:
+        raise ValueError(f"unknown player(s) {unknown}; available: {', '.join(BASELINES)}")
+    if "oracle" not in players:
+        raise ValueError("players must include 'oracle': scenario rows store its reference shot")
+    if eval_n < 1 or train_n < 0:
+        raise ValueError(f"eval_n={eval_n} must be >= 1 and train_n={train_n} >= 0")
+    counts, test_records = {}, []
+    with staged_folder(out, overwrite=overwrite) as root:
+        for split, n, seed in ((EVAL_SPLIT, eval_n, eval_seed), (TRAIN_SPLIT, train_n, train_seed)):
+            if n == 0:
+                continue
+            sw = ShardWriter(root, "scenarios", split, (shard_rows or {}).get("scenarios"))
+            tw = ShardWriter(root, "traces", split, (shard_rows or {}).get("traces"))
+            runs = run_baselines(iter_scenarios(n, seed), players, workers=workers, total=n, progress=progress)
+            for i, run in enumerate(runs):
+                sw.add(scenario_row(run, seed, i))
+                tw.extend(baseline_trace_rows(run))
+                if split == EVAL_SPLIT:
+                    test_records.extend(run.records)
+            counts[split] = {"scenarios": sw.close(), "traces": tw.close()}
+        table = format_table(summarize(test_records, players))
+        # No timestamps and no worker count: the same arguments give the same bytes.
+        write_provenance(root, {
+            "benchmark": provenance(eval_n=eval_n, eval_seed=eval_seed, train_n=train_n, train_seed=train_seed,
+                                    players=players, splits={EVAL_SPLIT: eval_seed, TRAIN_SPLIT: train_seed}),
+            "results_table": table,
+        })
+        write_card(root)
+    return counts

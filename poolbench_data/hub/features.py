@@ -1,0 +1,57 @@
+"""Declared features of every config: what `load_dataset` applies on load."""
+
+from __future__ import annotations
+
+import functools
+
+
+@functools.cache
+def features(config: str):
+    from datasets import Features, List, Value
+
+    f64, i64, s, b = Value("float64"), Value("int64"), Value("string"), Value("bool")
+    message = {"role": s, "content": s}
+    shot = {"phi": f64, "V0": f64, "a": f64, "b": f64, "theta": f64, "target_ball": s, "target_pocket": s}
+    outcome = {"legal_contact": b, "own_potted": b, "foul": b, "opp_or_8_potted": b, "clean_pot": b,
+               "foul_reasons": List(s)}
+    table = {"width": f64, "length": f64, "ball_radius": f64,
+             "pockets": List({"id": s, "x": f64, "y": f64, "radius": f64})}
+    if config == "scenarios":
+        return Features({
+            "id": s, "category": s, "seed": i64, "base_seed": i64, "index": i64,
+            "cue_ball": {"x": f64, "y": f64},
+            "balls": List({"id": s, "group": s, "x": f64, "y": f64}),
+            "table": table,
+            "prompt": List(message), "prompt_version": s,
+            "oracle_shot": shot, "oracle_action": s, "oracle_pots": b, "oracle_how": s, "oracle_sims": i64,
+            "straight_pottable": b, "pottable_how": s,
+        })
+    if config == "traces":
+        return Features({
+            "scenario_id": s, "category": s, "player": s, "player_kind": s, "sample": i64,
+            "model": s, "prompt_version": s, "temperature": f64, "seed": i64,
+            "raw_response": s, "parse_status": s, "parse_message": s,
+            "action": shot, "decision_how": s, "decision_sims": i64,
+            "sim_status": s, "sim_message": s,
+            "events": List({"time": f64, "type": s, "ids": List(s)}),
+            "event_text": s,
+            "first_contact": s,
+            "cushion_contacts": List({"ball": s, "cushion": s}),
+            "pocketed": List({"ball": s, "pocket": s}),
+            "final_positions": List({"id": s, "x": f64, "y": f64}),
+            **outcome,
+            "oracle_target_ball": s, "oracle_target_pocket": s,
+            "target_matches_oracle": b, "pocket_matches_oracle": b, "angle_error_deg": f64,
+        })
+    if config == "pairs":
+        side = {"score": f64, "parse_status": s, **{k: v for k, v in outcome.items() if k != "foul_reasons"}}
+        return Features({
+            "prompt": List(message), "chosen": List(message), "rejected": List(message),
+            "scenario_id": s, "category": s, "source": s, "chosen_model": s, "rejected_model": s,
+            "chosen_outcome": side, "rejected_outcome": side,
+            "chosen_score": f64, "rejected_score": f64, "margin": f64, "prompt_version": s,
+        })
+    raise KeyError(config)
+
+
+CONFIGS = ("scenarios", "traces", "pairs")
