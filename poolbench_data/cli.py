@@ -1,6 +1,8 @@
 """`poolbench` command line.
 
   poolbench baseline   run the Oracle, Heuristic and Random baselines
+  poolbench eval       evaluate a language model on the benchmark (vLLM)
+  poolbench compare    before/after table with exact McNemar tests
   poolbench scenarios  print generated scenarios as JSON lines
 """
 
@@ -60,6 +62,17 @@ def _baseline(args) -> int:
     return 0
 
 
+def _compare(args) -> int:
+    from poolbench_data.compare import compare, format_comparison, load_traces
+
+    text = format_comparison(compare(load_traces(args.before), load_traces(args.after)),
+                             Path(args.before).parent.name, Path(args.after).parent.name)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
+
 def _scenarios(args) -> int:
     from poolbench_data.scenarios import iter_scenarios
 
@@ -84,6 +97,16 @@ def main(argv=None) -> int:
     b.add_argument("--no-label", action="store_true", help="skip straight-pottability labels")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.set_defaults(fn=_baseline)
+    e = sub.add_parser("eval", help="evaluate a language model (default: the embedded one) against the baselines")
+    from poolbench_data import eval_run
+
+    eval_run.add_arguments(e)
+    e.set_defaults(fn=eval_run.run)
+    c = sub.add_parser("compare", help="before/after report from two llm_traces.jsonl files (McNemar)")
+    c.add_argument("before")
+    c.add_argument("after")
+    c.add_argument("--out", default="", help="also write the report here")
+    c.set_defaults(fn=_compare)
     s = sub.add_parser("scenarios", help="print scenarios as JSON lines")
     s.add_argument("--n", type=int, default=DEFAULT_N)
     s.add_argument("--seed", type=int, default=DEFAULT_SEED)

@@ -41,11 +41,11 @@ def _cell(r: dict) -> str:
 
 
 def format_table(summary: dict, title: str = "") -> str:
-    head = ["Player".ljust(18)] + [name.ljust(21) for _, name in METRICS]
+    head = ["Player".ljust(24)] + [name.ljust(21) for _, name in METRICS]
     lines = [title] if title else []
-    lines += [" ".join(head), "-" * (19 + 22 * len(METRICS))]
+    lines += [" ".join(head), "-" * (25 + 22 * len(METRICS))]
     for p, s in summary.items():
-        lines.append(" ".join([p.ljust(18)] + [_cell(s["overall"][m]).ljust(21) for m, _ in METRICS]))
+        lines.append(" ".join([p.ljust(24)] + [_cell(s["overall"][m]).ljust(21) for m, _ in METRICS]))
     return "\n".join(lines)
 
 
@@ -56,13 +56,13 @@ def format_categories(summary: dict, metrics=("legal_contact", "own_potted", "cl
     for m in metrics:
         label = dict(METRICS)[m]
         lines.append(f"{label} by category (k/n)")
-        lines.append("Player".ljust(18) + "".join(c[:13].rjust(14) for c in cats))
+        lines.append("Player".ljust(24) + "".join(c[:13].rjust(14) for c in cats))
         for p, s in summary.items():
             cells = []
             for c in cats:
                 r = s["by_category"].get(c, {}).get(m)
                 cells.append((f"{r['k']}/{r['n']}" if r else "-").rjust(14))
-            lines.append(p.ljust(18) + "".join(cells))
+            lines.append(p.ljust(24) + "".join(cells))
         lines.append("")
     return "\n".join(lines)
 

@@ -1,0 +1,59 @@
+"""Add the `pairs` config (physics-labelled DPO pairs) to a dataset folder.
+
+Needs LLM traces on the training split first:
+    .venv/bin/poolbench eval --seed 1 --n 200 --samples 4 --temperature 0.8 --split train --dataset-dir poolbench
+    .venv/bin/python builders/build_pairs.py --dataset_dir poolbench
+Pairs come only from the train split: evaluation boards never enter training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ScriptArguments:
+    """Build the PoolBench pairs config from the traces of the train split."""
+
+    dataset_dir: str = field(default="poolbench", metadata={"help": "Dataset folder with scenarios and traces."})
+    split: str = field(default="train", metadata={"help": "Split to build pairs from (never the test split)."})
+    sources: str = field(default="oracle-vs-llm,on-policy", metadata={"help": "Comma-separated pair sources."})
+    push_to_hub: bool = field(default=False, metadata={"help": "Push the folder to the Hub as one commit."})
+    repo_id: str = field(default="poolbench/poolbench", metadata={"help": "Hub dataset repo for --push_to_hub."})
+    private: bool = field(default=False, metadata={"help": "Create the Hub repo as private."})
+    dry_run: bool = field(default=False, metadata={"help": "With --push_to_hub: print the operations only."})
+
+
+def main(argv=None):
+    from pathlib import Path
+
+    from poolbench_data.cliargs import parse
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.hub.push import push
+    from poolbench_data.hub.update import write_config
+    from poolbench_data.pairs import build_pairs
+    from poolbench_data.provenance import provenance
+
+    args = parse(ScriptArguments, argv)
+    folder = Path(args.dataset_dir)
+    if args.split == "test":
+        raise SystemExit("error: pairs from the test split would train on the evaluation boards; use --split train")
+    if not (folder / "README.md").exists():
+        raise SystemExit(f"error: {folder} is not a dataset folder; build it with builders/build_dataset.py")
+    scenarios = read_rows(folder, "scenarios", args.split)
+    traces = read_rows(folder, "traces", args.split)
+    if not any(t["player_kind"] == "llm" for t in traces):
+        raise SystemExit(f"error: no LLM traces in {folder} split {args.split!r}; run `poolbench eval --split "
+                         f"{args.split} --dataset-dir {folder}` with the split's --seed and --n first")
+    sources = [s for s in args.sources.split(",") if s]
+    pairs = build_pairs(scenarios, traces, sources)
+    counts = write_config(folder, "pairs", {args.split: pairs}, "pairs",
+                          provenance(split=args.split, sources=sources))
+    by = {s: sum(p["source"] == s for p in pairs) for s in sources}
+    print(f"pairs/{args.split}: {counts[args.split]} pairs {by} from {len(scenarios)} scenarios")
+    if args.push_to_hub:
+        push(folder, args.repo_id, private=args.private, dry_run=args.dry_run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Validate a preference-pairs dataset before a DPO run spends time on a model.
+
+TRL's DPOTrainer expects the conversational preference format: `prompt` is a
+list of {role, content} messages (system + user), `chosen` and `rejected` are
+lists of assistant messages. When a row breaks that, TRL fails deep inside
+tokenisation (or silently trains on a garbled chat template); `check_pairs`
+fails first, naming the column, the row and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REQUIRED_COLUMNS = ("prompt", "chosen", "rejected")
+ROLES = ("system", "user", "assistant", "tool")
+# Enough rows to show a pattern; every row is still checked.
+MAX_REPORTED = 5
+
+
+class PairsFormatError(ValueError):
+    """The dataset is not in TRL's conversational preference format."""
+
+
+def _column_names(dataset: Any) -> list[str]:
+    names = getattr(dataset, "column_names", None)
+    if names is not None:
+        return list(names)
+    first = next(iter(dataset), None)
+    return list(first) if isinstance(first, Mapping) else []
+
+
+def _message_problem(message: Any, column: str, allowed_roles: Iterable[str]) -> str | None:
+    if not isinstance(message, Mapping):
+        return f"a message is a {type(message).__name__}, not a {{role, content}} mapping"
+    role, content = message.get("role"), message.get("content")
+    if role is None:
+        return "a message has no 'role'"
+    if content is None:
+        return f"the {role!r} message has no 'content'"
+    if not isinstance(content, str):
+        # Multimodal content lists are a VLM feature; PoolBench prompts are text.
+        return f"the {role!r} message has content of type {type(content).__name__}, expected str"
+    if role not in allowed_roles:
+        return f"role {role!r} is not allowed in `{column}` (allowed: {', '.join(allowed_roles)})"
+    return None
+
+
+def row_problems(row: Mapping[str, Any]) -> list[str]:
+    """Everything wrong with one row, as `column: problem` strings (empty when fine)."""
+    problems = []
+    for column in REQUIRED_COLUMNS:
+        messages = row.get(column)
+        if not isinstance(messages, list):
+            problems.append(
+                f"`{column}` is a {type(messages).__name__}, expected a list of {{role, content}} messages "
+                "(a plain string is TRL's standard format; PoolBench pairs are conversational)"
+            )
+            continue
+        if not messages:
+            problems.append(f"`{column}` is an empty message list")
+            continue
+        # Completions are the model's turn only; the prompt carries the context.
+        allowed = ("assistant",) if column != "prompt" else ROLES
+        for i, message in enumerate(messages):
+            problem = _message_problem(message, column, allowed)
+            if problem:
+                problems.append(f"`{column}`[{i}]: {problem}")
+        if column == "prompt" and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
+            problems.append("`prompt` ends with an assistant message; the completion belongs in chosen/rejected")
+    if not problems and row["chosen"] == row["rejected"]:
+        # Identical sides carry no preference: the DPO loss has no gradient for them.
+        problems.append("`chosen` and `rejected` are identical")
+    return problems
+
+
+def check_pairs(dataset: Any) -> None:
+    """Raise `PairsFormatError` unless every row is a valid conversational pair.
+
+    `dataset` is a `datasets.Dataset`/`IterableDataset` or any iterable of row
+    mappings. Extra columns (scenario_id, scores, outcomes...) are allowed:
+    TRL ignores them.
+    """
+    columns = _column_names(dataset)
+    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+    if missing:
+        raise PairsFormatError(
+            f"pairs dataset is missing column(s) {missing} (has {columns}). "
+            "Fix: load the `pairs` config (dataset_config: pairs), whose rows have prompt/chosen/rejected "
+            "as lists of {role, content} messages; rename your columns to those names if they differ."
+        )
+
+    found, n_rows, n_bad = [], 0, 0
+    for index, row in enumerate(dataset):
+        n_rows += 1
+        problems = row_problems(row)
+        if problems:
+            n_bad += 1
+            if len(found) < MAX_REPORTED:
+                found.append(f"row {index}: " + "; ".join(problems))
+    if n_rows == 0:
+        raise PairsFormatError("pairs dataset has no rows. Fix: check the split name and the data_files of the config.")
+    if found:
+        raise PairsFormatError(
+            f"{n_bad} of {n_rows} pairs are malformed:\n  "
+            + "\n  ".join(found)
+            + ("\n  ..." if n_bad > len(found) else "")
+            + "\nFix: each row needs `prompt` = [system?, user] messages and `chosen`/`rejected` = "
+            '[{"role": "assistant", "content": "<text>"}], every message with a string role and content.'
+        )

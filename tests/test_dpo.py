@@ -1,0 +1,347 @@
+"""DPO on PoolBench pairs with real TRL on a tiny random model (CPU, seconds).
+
+The pairs dataset is written the way PoolBench publishes it (a folder in Hub
+layout: parquet under data/<config>/ + README.md YAML `configs:`) and read back
+with `load_dataset(folder, "pairs")`, so these tests also pin the contract
+between the dataset and `training/dpo.py`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+import torch  # noqa: E402
+from datasets import Dataset, load_dataset  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
+
+from poolbench_data.pairs_check import PairsFormatError, check_pairs  # noqa: E402
+from poolbench_data.tiny import build_tiny_model  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+CPU_RECIPE = REPO / "training" / "recipes" / "smollm2-135m-cpu.yaml"
+GPU_RECIPE = REPO / "training" / "recipes" / "llama-3.1-8b-gpu.yaml"
+
+SYSTEM = (
+    "You are an expert eight-ball pool player. Use the ghost-ball construction: aim the cue ball one ball "
+    "diameter behind the object ball on the line from the pocket. Prefer a small cut angle, a short path and "
+    'a clear line of sight. Respond with ONLY JSON: {"target_ball": "<id>", "target_pocket": [x, y], '
+    '"aim_angle_deg": <float>, "cue_speed": <float>}'
+)
+POCKETS = [(-0.0295, -0.0295), (1.0963, -0.0295), (-0.0685, 1.0668), (1.1353, 1.0668), (-0.0295, 2.1631), (1.0963, 2.1631)]
+
+
+def _load_dpo_script():
+    # training/ is a folder of scripts, not a package: load the file itself.
+    spec = importlib.util.spec_from_file_location("poolbench_training_dpo", REPO / "training" / "dpo.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+dpo = _load_dpo_script()
+
+
+def make_pair_rows(n: int = 16) -> list[dict]:
+    rows = []
+    for i in range(n):
+        ball = 1 + i % 7
+        x, y = 0.1 + 0.05 * i, 0.3 + 0.1 * i
+        px, py = POCKETS[i % 6]
+        user = (
+            "Table: width=1.0668m, length=2.1336m. Ball radius=0.02858m\n"
+            f"Cue ball C = (0.5334, 0.4)\nYour group: SOLIDS (balls 1--7).\n"
+            f"Ball {ball}: x={x:.4f}, y={y:.4f} (distance from cue = {abs(y - 0.4) + 0.1:.3f}m)\n"
+            "Respond with ONLY JSON."
+        )
+        chosen = json.dumps(
+            {"target_ball": str(ball), "target_pocket": [px, py], "aim_angle_deg": round(10.0 + 20 * i, 1), "cue_speed": 2.5}
+        )
+        on_policy = i % 2 == 0
+        if i == 2:
+            rejected = ""  # an empty LLM response is a valid (bad) rejected side
+        elif on_policy:
+            rejected = "Sure! Let me think through this step by step. First, I need to pick the best ball."
+        else:
+            rejected = json.dumps({"target_ball": "8", "target_pocket": [px, py], "aim_angle_deg": 90.0, "cue_speed": 9.0})
+        rejected_score = 0.0 if on_policy else 1.0
+        outcome = {"legal_contact": False, "own_potted": False, "foul": not on_policy, "clean_pot": False}
+        # Columns as poolbench_data.pairs writes them; TRL ignores all but the first three.
+        rows.append(
+            {
+                "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+                "chosen": [{"role": "assistant", "content": chosen}],
+                "rejected": [{"role": "assistant", "content": rejected}],
+                "scenario_id": f"s{i:03d}",
+                "category": ["open", "crowded", "foul_trap", "spin_shot"][i % 4],
+                "source": "on-policy" if on_policy else "oracle-vs-llm",
+                "chosen_model": "tiny-random" if on_policy else "oracle",
+                "rejected_model": "tiny-random",
+                "chosen_outcome": {"score": 3.0, "parse_status": "ok", "legal_contact": True, "own_potted": True,
+                                   "foul": False, "clean_pot": True},
+                "rejected_outcome": {"score": rejected_score, "parse_status": "ok" if not on_policy else "unparseable",
+                                     **outcome},
+                "chosen_score": 3.0,
+                "rejected_score": rejected_score,
+                "margin": 3.0 - rejected_score,
+                "prompt_version": "poolbench-a1-v1",
+            }
+        )
+    return rows
+
+
+README = """---
+configs:
+- config_name: scenarios
+  data_files:
+  - split: train
+    path: data/scenarios/train-*.parquet
+- config_name: pairs
+  data_files:
+  - split: train
+    path: data/pairs/train-*.parquet
+---
+# PoolBench (test fixture)
+"""
+
+
+def write_dataset_folder(folder: Path, rows: list[dict]) -> Path:
+    """A dataset folder in Hub layout, as PoolBench publishes it."""
+    (folder / "data" / "pairs").mkdir(parents=True)
+    (folder / "data" / "scenarios").mkdir(parents=True)
+    Dataset.from_list(rows).to_parquet(str(folder / "data" / "pairs" / "train-00000-of-00001.parquet"))
+    # A second config, so loading "pairs" by name is what picks the pairs.
+    Dataset.from_list([{"scenario_id": r["scenario_id"], "category": r["category"]} for r in rows]).to_parquet(
+        str(folder / "data" / "scenarios" / "train-00000-of-00001.parquet")
+    )
+    (folder / "README.md").write_text(README)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+
+
+@pytest.fixture(scope="module")
+def pairs_folder(tmp_path_factory) -> Path:
+    return write_dataset_folder(tmp_path_factory.mktemp("poolbench"), make_pair_rows())
+
+
+def tiny_args(model: Path, data: Path, out: Path, **overrides) -> list[str]:
+    """The CPU recipe, shrunk to the tiny model: every recipe key goes through the real parser."""
+    args = {
+        "model_name_or_path": str(model),
+        "dataset_name": str(data),
+        "output_dir": str(out),
+        "per_device_train_batch_size": 4,
+        "gradient_accumulation_steps": 1,
+        "max_length": 256,
+        "learning_rate": 1e-3,  # large, so 4 steps visibly move the adapter
+        "warmup_steps": 0,
+        "lr_scheduler_type": "constant",
+        "save_steps": 2,
+        "seed": 0,
+        "disable_tqdm": True,
+    }
+    args.update(overrides)
+    argv = ["--config", str(CPU_RECIPE)]
+    for key, value in args.items():
+        argv += [f"--{key}", str(value)]
+    return argv
+
+
+@pytest.fixture(scope="module")
+def resumed_run(tiny_model, pairs_folder, tmp_path_factory):
+    """Two steps, checkpoint, stop; then the same command with max_steps 4 resumes."""
+    out = tmp_path_factory.mktemp("run") / "dpo"
+    first = dpo.main(tiny_args(tiny_model, pairs_folder, out, max_steps=2))
+    second = dpo.main(tiny_args(tiny_model, pairs_folder, out, max_steps=4))
+    return first, second
+
+
+# --- the dataset format -------------------------------------------------------
+
+
+def test_pairs_config_loads_from_hub_layout_folder(pairs_folder):
+    ds = load_dataset(str(pairs_folder), "pairs")["train"]
+    assert len(ds) == 16
+    assert ds[0]["prompt"][0]["role"] == "system" and ds[0]["chosen"][0]["role"] == "assistant"
+    check_pairs(ds)
+
+
+def test_pairs_go_into_dpotrainer_without_remapping(tiny_model, pairs_folder, tmp_path):
+    from peft import LoraConfig
+    from transformers import AutoTokenizer
+    from trl import DPOConfig, DPOTrainer
+
+    ds = load_dataset(str(pairs_folder), "pairs")["train"]
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    trainer = DPOTrainer(
+        model=str(tiny_model),
+        args=DPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, max_length=256, report_to="none"),
+        train_dataset=ds,
+        processing_class=tokenizer,
+        peft_config=LoraConfig(r=4, target_modules="all-linear"),
+    )
+    processed = trainer.train_dataset
+    assert len(processed) == len(ds)  # nothing dropped, nothing renamed
+    row, raw = processed[0], ds[0]
+    expected_prompt = tokenizer.apply_chat_template(raw["prompt"], tokenize=False, add_generation_prompt=True)
+    assert tokenizer.decode(row["prompt_ids"]) == expected_prompt
+    assert tokenizer.decode(row["chosen_ids"]).startswith(raw["chosen"][0]["content"] + "<|im_end|>")
+    assert tokenizer.decode(row["rejected_ids"]).startswith(raw["rejected"][0]["content"] + "<|im_end|>")
+
+
+# --- check_pairs ----------------------------------------------------------------
+
+
+def test_check_pairs_accepts_valid_rows():
+    check_pairs(Dataset.from_list(make_pair_rows(4)))
+
+
+def test_check_pairs_names_missing_column():
+    rows = [{k: v for k, v in r.items() if k != "rejected"} for r in make_pair_rows(2)]
+    with pytest.raises(PairsFormatError, match=r"missing column\(s\) \['rejected'\].*dataset_config: pairs"):
+        check_pairs(Dataset.from_list(rows))
+
+
+def test_check_pairs_names_empty_message_list():
+    rows = make_pair_rows(3)
+    rows[2]["chosen"] = []
+    with pytest.raises(PairsFormatError, match=r"row 2: `chosen` is an empty message list"):
+        check_pairs(Dataset.from_list(rows))
+
+
+@pytest.mark.parametrize(
+    "message, problem",
+    [
+        ({"content": "{}"}, r"`rejected`\[0\]: a message has no 'role'"),
+        ({"role": "assistant"}, r"`rejected`\[0\]: the 'assistant' message has no 'content'"),
+        ({"role": "user", "content": "{}"}, r"`rejected`\[0\]: role 'user' is not allowed in `rejected`"),
+    ],
+)
+def test_check_pairs_names_malformed_message(message, problem):
+    rows = make_pair_rows(2)
+    rows[1]["rejected"] = [message]
+    # From a list of dicts (not Arrow), so a missing key stays missing.
+    with pytest.raises(PairsFormatError, match=r"row 1: " + problem):
+        check_pairs(rows)
+    # Through Arrow, a key missing in one row becomes None: same message.
+    with pytest.raises(PairsFormatError, match=problem):
+        check_pairs(Dataset.from_list(rows))
+
+
+def test_check_pairs_rejects_identical_sides():
+    rows = make_pair_rows(2)
+    rows[0]["rejected"] = rows[0]["chosen"]
+    with pytest.raises(PairsFormatError, match="row 0: `chosen` and `rejected` are identical"):
+        check_pairs(rows)
+
+
+def test_script_validates_pairs_before_loading_the_model(tmp_path):
+    rows = make_pair_rows(4)
+    rows[3]["prompt"] = []
+    data = write_dataset_folder(tmp_path / "bad", rows)
+    # The model path does not exist: reaching the model load would fail differently.
+    with pytest.raises(PairsFormatError, match="row 3: `prompt` is an empty message list"):
+        dpo.main(tiny_args(tmp_path / "no-model", data, tmp_path / "out", max_steps=1))
+
+
+def test_embedded_model_error_is_clear_when_module_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "poolbench_data.llm.model", None)  # import raises ImportError
+    with pytest.raises(RuntimeError, match="default_model_dir.*pass a local model folder"):
+        dpo.resolve_model_path("embedded")
+    assert dpo.resolve_model_path("/some/folder") == "/some/folder"
+
+
+# --- training, saving, resuming ---------------------------------------------------
+
+
+def test_training_loss_is_finite(resumed_run):
+    _, second = resumed_run
+    losses = [entry["loss"] for entry in second.log_history if "loss" in entry]
+    assert losses and all(math.isfinite(x) for x in losses)
+    assert math.isfinite(second.training_loss)
+
+
+def test_resumes_from_last_checkpoint(resumed_run):
+    first, second = resumed_run
+    assert first.resumed_from is None and first.global_step == 2
+    assert second.resumed_from is not None and Path(second.resumed_from).name == "checkpoint-2"
+    assert second.global_step == 4
+    # Steps 1-2 come from the checkpoint's state, 3-4 from the resumed run: each logged once.
+    steps = [entry["step"] for entry in second.log_history if "loss" in entry]
+    assert steps == [1, 2, 3, 4]
+    assert (second.output_dir / "checkpoint-4").is_dir()
+
+
+def test_lora_adapter_moved_from_init(resumed_run):
+    _, second = resumed_run
+    weights = load_file(second.adapter_dir / "adapter_model.safetensors")
+    lora_b = {k: v for k, v in weights.items() if "lora_B" in k}
+    assert lora_b, f"no LoRA B matrices in {sorted(weights)[:5]}"
+    # PEFT initialises B to zero, so any non-zero B is training.
+    assert any(v.abs().max() > 0 for v in lora_b.values())
+    assert json.loads((second.adapter_dir / "adapter_config.json").read_text())["peft_type"] == "LORA"
+
+
+def test_merged_model_differs_from_base_loads_and_generates(resumed_run, tiny_model):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _, second = resumed_run
+    base = AutoModelForCausalLM.from_pretrained(tiny_model)
+    merged = AutoModelForCausalLM.from_pretrained(second.merged_dir)
+    assert not any("lora" in name for name in merged.state_dict())
+    assert merged.config.use_cache  # training switches it off; the saved model must not inherit that
+    base_weights = base.state_dict()
+    changed = [n for n, w in merged.state_dict().items() if not torch.equal(w, base_weights[n])]
+    assert any("q_proj" in n for n in changed)
+
+    tokenizer = AutoTokenizer.from_pretrained(second.merged_dir)
+    messages = make_pair_rows(1)[0]["prompt"]
+    inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    out = merged.generate(**inputs, max_new_tokens=8, do_sample=False)
+    assert out.shape[1] > inputs["input_ids"].shape[1]
+
+
+def test_same_seed_gives_the_same_adapter(resumed_run, tiny_model, pairs_folder, tmp_path):
+    first, _ = resumed_run
+    again = dpo.main(tiny_args(tiny_model, pairs_folder, tmp_path / "again", max_steps=2))
+    before = load_file(first.output_dir / "checkpoint-2" / "adapter_model.safetensors")
+    after = load_file(again.adapter_dir / "adapter_model.safetensors")
+    assert before.keys() == after.keys()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_full_fine_tuning_saves_the_model_only(tiny_model, pairs_folder, tmp_path):
+    # Without LoRA TRL loads a second copy of the model as the reference.
+    result = dpo.main(tiny_args(tiny_model, pairs_folder, tmp_path / "full", max_steps=1, use_peft="false"))
+    assert result.adapter_dir is None
+    assert (result.merged_dir / "model.safetensors").is_file()
+    assert math.isfinite(result.training_loss)
+
+
+def test_unknown_recipe_key_is_an_error(tmp_path):
+    recipe = tmp_path / "typo.yaml"
+    recipe.write_text(CPU_RECIPE.read_text() + "learning_rat: 1.0e-3\n")
+    with pytest.raises(ValueError, match="learning_rat"):
+        dpo.make_parser().parse_args_and_config(args=["--config", str(recipe)])
+
+
+def test_gpu_recipe_parses_with_known_keys():
+    # bf16 needs a GPU at parse time; everything else is checked as written.
+    script_args, training_args, model_args = dpo.make_parser().parse_args_and_config(
+        args=["--config", str(GPU_RECIPE), "--bf16", "false", "--use_cpu", "true"]
+    )
+    assert model_args.use_peft and training_args.gradient_checkpointing
+    assert script_args.dataset_config == "pairs"

@@ -1,0 +1,74 @@
+"""The evaluator pipeline on real physics; model text from a replay backend
+(the vLLM engine and server are exercised in tests/test_llm_backends.py and
+tests/test_eval_cli.py)."""
+
+import json
+
+import pytest
+
+from poolbench_data.evaluate import EvalSettings, decomposition, evaluate_model, few_shot_examples, llm_trace_rows
+from poolbench_data.llm.replay import ReplayBackend
+from poolbench_data.players import oracle
+from poolbench_data.prompts import format_action
+
+
+@pytest.fixture(scope="module")
+def boards():
+    from poolbench_data.scenarios import generate
+
+    return generate(3)
+
+
+def test_every_malformed_response_is_scored_with_its_kind_and_the_run_continues(boards):
+    s = boards[0]
+    own = s.own()[0].id
+    good = format_action(oracle(s).shot, s)
+    bad = {
+        "no-json": "I would aim at the 3 ball with medium speed.",
+        "multiple-json": good + "\n" + good,
+        "not-object": "[1, 2, 3]",
+        "non-finite": '{"target_ball": "%s", "target_pocket": [0, 0], "aim_angle_deg": NaN, "cue_speed": 8}' % own,
+        "non-numeric": '{"target_ball": "%s", "target_pocket": [0, 0], "aim_angle_deg": "74.2 deg", "cue_speed": 8}' % own,
+        "out-of-range": '{"target_ball": "%s", "target_pocket": [0, 0], "aim_angle_deg": 74.2, "cue_speed": 1e9}' % own,
+        "unknown-ball": '{"target_ball": "16", "target_pocket": [0, 0], "aim_angle_deg": 74.2, "cue_speed": 8}',
+        "empty": "",
+    }
+    responses = [list(bad.values()) + [None, good]]
+    backend = ReplayBackend(responses)
+    settings = EvalSettings(model="replay", backend="replay", samples=len(responses[0]))
+    recs = evaluate_model([s], backend, settings, progress=False)
+    statuses = [r.parse_status for r in recs]
+    assert statuses == list(bad) + ["empty", "ok"]
+    for r in recs[:-1]:
+        assert r.shot is None and r.result is None and r.metrics.foul
+        assert r.metrics.foul_reasons == ("not-fired", r.parse_status)
+    assert recs[-1].metrics.clean_pot  # the Oracle's own answer, in the protocol format, pots
+
+
+def test_trace_rows_carry_diagnostics_and_settings(boards):
+    s = boards[1]
+    o = oracle(s).shot
+    shifted = o.__class__(phi=o.phi + 3.0, V0=o.V0, target_ball=o.target_ball, target_pocket=o.target_pocket)
+    backend = ReplayBackend([[format_action(shifted, s)]])
+    settings = EvalSettings(model="m", backend="replay", temperature=0.2, seed=7)
+    recs = evaluate_model([s], backend, settings, progress=False)
+    (row,) = llm_trace_rows(recs, {s.id: o}, settings)
+    assert row["player_kind"] == "llm" and row["model"] == "m" and row["seed"] == 7
+    assert row["target_matches_oracle"] and row["pocket_matches_oracle"]
+    assert row["angle_error_deg"] == pytest.approx(3.0, abs=0.01)  # 2-decimal rounding in the format
+    assert json.loads(row["raw_response"])["target_ball"] == o.target_ball
+    d = decomposition(recs, {s.id: o})
+    assert d["target_matches_oracle"] == 1 and d["within_5deg"] == 1 and d["within_1deg"] == 0
+
+
+def test_replay_from_traces_round_trip(boards):
+    rows = [{"player": "m", "scenario_id": b.id, "sample": 0, "raw_response": "x"} for b in boards]
+    assert ReplayBackend.from_traces(rows, [b.id for b in boards], "m").responses == [["x"]] * 3
+    with pytest.raises(ValueError, match="no 'm' responses for scenario"):
+        ReplayBackend.from_traces(rows[:1], [b.id for b in boards], "m")
+
+
+def test_few_shot_examples_are_oracle_pots_from_another_seed():
+    ex = few_shot_examples(3)
+    assert len(ex) == 3 and all(s.id.startswith("pb99-") for s, _ in ex)
+    assert few_shot_examples(0) == []
