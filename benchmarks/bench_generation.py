@@ -1,0 +1,182 @@
+"""Generation throughput: in-process vLLM vs a plain transformers loop.
+
+Same model, same prompts, same sampling settings; prints scenarios/s and
+generated tokens/s for each backend. Engine/model start-up is timed
+separately, and each backend gets one untimed warm-up request.
+
+    python benchmarks/bench_generation.py                      # 8 built-in prompts
+    python benchmarks/bench_generation.py --prompts-file p.jsonl --max-tokens 300
+
+A prompts file holds one conversation a line: a JSON list of
+{"role", "content"} messages, or an object with a "messages" list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SYSTEM = (
+    "You are an expert eight-ball player. The table is 1.0668 m wide and 2.1336 m long; "
+    "pockets: lb, lc, lt, rb, rc, rt. Reply with one JSON object: "
+    '{"target_ball": int, "pocket": str, "phi": degrees, "V0": m/s}.'
+)
+
+BOARDS = [
+    ("cue (0.53, 0.40)", "1 (0.30, 1.60), 3 (0.80, 1.20), 8 (0.53, 1.90)"),
+    ("cue (0.20, 0.70)", "2 (0.25, 1.95), 6 (0.90, 0.90), 8 (0.60, 1.50)"),
+    ("cue (0.90, 1.80)", "4 (0.10, 0.20), 5 (0.50, 1.00), 8 (0.95, 0.30)"),
+    ("cue (0.53, 1.07)", "7 (0.05, 1.05), 1 (1.00, 2.05), 8 (0.53, 0.20)"),
+    ("cue (0.30, 0.30)", "3 (0.70, 0.70), 2 (0.40, 1.80), 8 (0.90, 2.00)"),
+    ("cue (0.75, 1.50)", "6 (0.20, 2.00), 4 (1.00, 1.10), 8 (0.10, 0.10)"),
+    ("cue (0.45, 1.95)", "5 (0.50, 1.40), 7 (0.95, 0.50), 8 (0.30, 1.00)"),
+    ("cue (0.10, 1.20)", "1 (0.60, 1.25), 6 (0.80, 0.15), 8 (0.55, 1.80)"),
+]
+
+
+def builtin_prompts() -> list[list[dict[str, str]]]:
+    return [
+        [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"You are solids (1-7). Balls: {cue}; {balls}. Choose your shot."},
+        ]
+        for cue, balls in BOARDS
+    ]
+
+
+def load_prompts(path: Path) -> list[list[dict[str, str]]]:
+    prompts = []
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        messages = item.get("messages") if isinstance(item, dict) else item
+        if not isinstance(messages, list) or not all(isinstance(m, dict) and "role" in m for m in messages):
+            raise SystemExit(
+                f"{path}:{lineno}: expected a JSON list of {{role, content}} messages "
+                'or an object with a "messages" list'
+            )
+        prompts.append(messages)
+    if not prompts:
+        raise SystemExit(f"{path} holds no prompts")
+    return prompts
+
+
+def bench_transformers(model_dir: str, prompts: list, args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from poolbench_data.llm.backends import request_seed
+
+    if args.hf_threads:
+        # On a busy 2-core box, 2 OpenMP threads spin against other processes
+        # and run ~7x slower than 1; let the caller pick.
+        torch.set_num_threads(args.hf_threads)
+    started = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, args.hf_dtype)).eval()
+    startup = time.perf_counter() - started
+
+    def run(conversation: list[dict[str, str]], seed: int, max_new_tokens: int) -> int:
+        inputs = tokenizer.apply_chat_template(
+            conversation, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+        torch.manual_seed(seed)
+        with torch.inference_mode():
+            out = model.generate(
+                **inputs,
+                do_sample=True,
+                temperature=args.temperature,
+                top_p=1.0,
+                top_k=0,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=tokenizer.eos_token_id,
+            )
+        generated = out[0, inputs["input_ids"].shape[1] :]
+        # Count up to and including the first EOS, as vLLM does.
+        eos = (generated == tokenizer.eos_token_id).nonzero()
+        return int(eos[0, 0]) + 1 if len(eos) else len(generated)
+
+    run(prompts[0], 0, 4)  # warm-up
+    started = time.perf_counter()
+    tokens = sum(run(conv, request_seed(args.seed, i), args.max_tokens) for i, conv in enumerate(prompts))
+    elapsed = time.perf_counter() - started
+    del model
+    label = f"transformers ({args.hf_dtype}, {torch.get_num_threads()} thr)"
+    return {"backend": label, "startup_s": startup, "gen_s": elapsed, "tokens": tokens}
+
+
+def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace) -> dict[str, Any]:
+    from poolbench_data.llm import VLLMBackend
+
+    extra = {"enforce_eager": True} if args.enforce_eager else {}
+    backend = VLLMBackend(model_dir, max_model_len=args.max_model_len, kv_cache_gib=args.kv_cache_gib, **extra)
+    try:
+        backend.generate(prompts[:1], max_tokens=4)  # warm-up
+        started = time.perf_counter()
+        backend.generate(prompts, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
+        elapsed = time.perf_counter() - started
+        tokens = backend.last_usage["completion_tokens"]
+        failures = len(backend.last_failures)
+    finally:
+        backend.close()
+    mode = "eager" if args.enforce_eager else "compiled"
+    return {
+        "backend": f"vllm ({mode}, one batch)",
+        "startup_s": backend.startup_s,
+        "gen_s": elapsed,
+        "tokens": tokens,
+        "failures": failures,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=None, help="HF folder or cached Hub id (default: embedded SmolLM2-135M)")
+    parser.add_argument("--prompts-file", type=Path, help="JSONL, one conversation a line")
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--temperature", type=float, default=0.2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backends", default="transformers,vllm", help="comma list of: transformers, vllm")
+    parser.add_argument("--max-model-len", type=int, default=2048)
+    parser.add_argument("--kv-cache-gib", type=float, default=None)
+    parser.add_argument("--enforce-eager", action="store_true", help="skip vLLM's torch.compile (faster start)")
+    parser.add_argument("--hf-dtype", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--hf-threads", type=int, default=0, help="torch threads for transformers (0: default)")
+    parser.add_argument("--output", type=Path, help="also write the rows as JSON here")
+    args = parser.parse_args(argv)
+
+    from poolbench_data.llm import resolve_model
+
+    model_dir = resolve_model(args.model)
+    prompts = load_prompts(args.prompts_file) if args.prompts_file else builtin_prompts()
+    runners = {"transformers": bench_transformers, "vllm": bench_vllm}
+    rows = []
+    for name in (b.strip() for b in args.backends.split(",") if b.strip()):
+        if name not in runners:
+            parser.error(f"--backends: unknown backend {name!r}; choose from {sorted(runners)}")
+        print(f"running {name} on {len(prompts)} prompts ...", file=sys.stderr, flush=True)
+        rows.append(runners[name](model_dir, prompts, args))
+
+    print(f"\nmodel {model_dir}; {len(prompts)} prompts, max_tokens {args.max_tokens}, T={args.temperature}")
+    header = f"{'backend':<32} {'start s':>8} {'gen s':>8} {'scen/s':>8} {'tokens':>7} {'tok/s':>8}"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        row["scenarios_per_s"] = len(prompts) / row["gen_s"]
+        row["tokens_per_s"] = row["tokens"] / row["gen_s"]
+        print(
+            f"{row['backend']:<32} {row['startup_s']:>8.1f} {row['gen_s']:>8.2f} "
+            f"{row['scenarios_per_s']:>8.2f} {row['tokens']:>7d} {row['tokens_per_s']:>8.1f}"
+        )
+    if args.output:
+        args.output.write_text(json.dumps({"model": model_dir, "prompts": len(prompts), "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":  # vLLM spawns worker processes: keep the guard
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""Re-score responses that were generated elsewhere (a hosted API run, an old
+traces file): a backend whose 'generation' is a lookup, so the physics and
+scoring stay exactly those of a live run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class ReplayBackend:
+    name = "replay"
+
+    def __init__(self, responses: Sequence[Sequence[str | None]], model: str = "replay"):
+        """responses[i] holds the n responses for conversation i (None = no text, e.g. a timeout)."""
+        self.responses = [list(r) for r in responses]
+        self.model = model
+        self.last_failures: list = []
+
+    def generate(self, conversations, *, n=1, temperature=0.2, max_tokens=300, seed=0, json_schema=None):
+        if len(conversations) != len(self.responses):
+            raise ValueError(f"replay has responses for {len(self.responses)} conversations, "
+                             f"asked for {len(conversations)}")
+        short = [i for i, r in enumerate(self.responses) if len(r) < n]
+        if short:
+            raise ValueError(f"replay conversation {short[0]} has fewer than n={n} responses")
+        return [[t if t is not None else "" for t in r[:n]] for r in self.responses]
+
+    def settings(self) -> dict:
+        return {"backend": self.name, "model": self.model}
+
+    @staticmethod
+    def from_traces(rows: Sequence[dict], scenario_ids: Sequence[str], player: str) -> ReplayBackend:
+        """Responses of one player from trace rows, in scenario then sample order."""
+        by_id: dict[str, list[tuple[int, str | None]]] = {}
+        for r in rows:
+            if r["player"] == player:
+                by_id.setdefault(r["scenario_id"], []).append((r["sample"], r["raw_response"]))
+        missing = [s for s in scenario_ids if s not in by_id]
+        if missing:
+            raise ValueError(f"no {player!r} responses for scenario {missing[0]} ({len(missing)} missing)")
+        return ReplayBackend([[t for _, t in sorted(by_id[s])] for s in scenario_ids], model=player)

