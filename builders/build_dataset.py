@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from poolbench_data.hub.push import PushArguments
+
 
 @dataclass
-class ScriptArguments:
+class ScriptArguments(PushArguments):
     """Build the PoolBench scenarios and traces configs."""
 
     output_dir: str = field(default="poolbench", metadata={"help": "Dataset folder to write (Hub repo layout)."})
@@ -24,16 +26,11 @@ class ScriptArguments:
                          metadata={"help": "Comma-separated baselines to trace (must include oracle)."})
     workers: int = field(default=0, metadata={"help": "Worker processes (0: one per core)."})
     overwrite: bool = field(default=False, metadata={"help": "Replace an existing output folder."})
-    push_to_hub: bool = field(default=False, metadata={"help": "Push the folder to the Hub as one commit."})
-    repo_id: str = field(default="poolbench/poolbench", metadata={"help": "Hub dataset repo for --push_to_hub."})
-    private: bool = field(default=False, metadata={"help": "Create the Hub repo as private."})
-    dry_run: bool = field(default=False, metadata={"help": "With --push_to_hub: print the operations only."})
 
 
 def main(argv=None):
     from poolbench_data.cliargs import parse
     from poolbench_data.hub.build import build_benchmark
-    from poolbench_data.hub.push import push
     from poolbench_data.runs import default_workers
 
     args = parse(ScriptArguments, argv)
@@ -41,8 +38,7 @@ def main(argv=None):
                              train_seed=args.train_seed, players=args.players.split(","),
                              workers=args.workers or default_workers(), overwrite=args.overwrite)
     print(f"wrote {args.output_dir}: {counts}")
-    if args.push_to_hub:
-        push(args.output_dir, args.repo_id, private=args.private, dry_run=args.dry_run)
+    args.maybe_push(args.output_dir)
 
 
 if __name__ == "__main__":

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from poolbench_data.hub.push import PushArguments
+
 
 @dataclass
-class ScriptArguments:
+class ScriptArguments(PushArguments):
     """Build the PoolBench pairs config from the traces of the train split."""
 
     dataset_dir: str = field(default="poolbench", metadata={"help": "Dataset folder with scenarios and traces."})
     split: str = field(default="train", metadata={"help": "Split to build pairs from (never the test split)."})
     sources: str = field(default="oracle-vs-llm,on-policy", metadata={"help": "Comma-separated pair sources."})
-    push_to_hub: bool = field(default=False, metadata={"help": "Push the folder to the Hub as one commit."})
-    repo_id: str = field(default="poolbench/poolbench", metadata={"help": "Hub dataset repo for --push_to_hub."})
-    private: bool = field(default=False, metadata={"help": "Create the Hub repo as private."})
-    dry_run: bool = field(default=False, metadata={"help": "With --push_to_hub: print the operations only."})
 
 
 def main(argv=None):
@@ -29,7 +27,6 @@ def main(argv=None):
 
     from poolbench_data.cliargs import parse
     from poolbench_data.hub.folder import read_rows
-    from poolbench_data.hub.push import push
     from poolbench_data.hub.update import write_config
     from poolbench_data.pairs import build_pairs
     from poolbench_data.provenance import provenance
@@ -51,8 +48,7 @@ def main(argv=None):
                           provenance(split=args.split, sources=sources))
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}
     print(f"pairs/{args.split}: {counts[args.split]} pairs {by} from {len(scenarios)} scenarios")
-    if args.push_to_hub:
-        push(folder, args.repo_id, private=args.private, dry_run=args.dry_run)
+    args.maybe_push(folder)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,24 @@ files + the remote file list -> operations) and fully tested offline; only
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 KEEP_REMOTE = (".gitattributes",)  # the Hub creates it; never delete it
+
+
+@dataclass
+class PushArguments:
+    """Hub options shared by every builder script."""
+
+    push_to_hub: bool = field(default=False, metadata={"help": "Push the folder to the Hub as one commit."})
+    repo_id: str = field(default="poolbench/poolbench", metadata={"help": "Hub dataset repo for --push_to_hub."})
+    private: bool = field(default=False, metadata={"help": "Create the Hub repo as private."})
+    dry_run: bool = field(default=False, metadata={"help": "With --push_to_hub: print the operations only."})
+
+    def maybe_push(self, folder) -> None:
+        if self.push_to_hub:
+            push(folder, self.repo_id, private=self.private, dry_run=self.dry_run)
 
 
 def local_files(folder: Path) -> list[str]:

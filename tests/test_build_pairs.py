@@ -1,0 +1,65 @@
+"""builders/build_pairs.py on a real folder: traces -> pairs config -> TRL format."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from poolbench_data.evaluate import EvalSettings, evaluate_model, llm_trace_rows
+from poolbench_data.hub.build import build_benchmark
+from poolbench_data.hub.folder import read_rows
+from poolbench_data.hub.update import replace_rows
+from poolbench_data.llm.replay import ReplayBackend
+from poolbench_data.records import Scenario, Shot
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "builders"))
+import build_pairs  # noqa: E402
+
+sys.path.pop(0)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pairs") / "poolbench"
+    build_benchmark(root, eval_n=1, train_n=3, train_seed=2, players=("oracle",), progress=False)
+    scen = read_rows(root, "scenarios", "train")
+    boards = [Scenario.from_row(r) for r in scen]
+    oracle = {r["id"]: Shot.from_row(r["oracle_shot"]) for r in scen}
+    # Two samples a board: garbage, then the Oracle's own answer (a tie with the Oracle).
+    backend = ReplayBackend([["I'd hit it softly.", r["oracle_action"]] for r in scen])
+    settings = EvalSettings(model="toy", backend="replay", samples=2)
+    recs = evaluate_model(boards, backend, settings, player="toy", progress=False)
+    replace_rows(root, "traces", "train", llm_trace_rows(recs, oracle, settings), drop=lambda r: False)
+    return root
+
+
+def test_build_pairs_writes_a_trl_ready_config(folder, monkeypatch):
+    from datasets import load_dataset
+
+    from poolbench_data.hub.features import features
+    from poolbench_data.pairs_check import check_pairs
+
+    build_pairs.main(["--dataset_dir", str(folder)])
+    monkeypatch.chdir(folder.parent)
+    pairs = load_dataset("poolbench", "pairs", split="train")
+    assert pairs.features == features("pairs")
+    check_pairs(pairs)
+    pots = sum(r["oracle_pots"] for r in read_rows(folder, "scenarios", "train"))
+    by = {s: sum(p["source"] == s for p in pairs) for s in ("oracle-vs-llm", "on-policy")}
+    # Oracle beats the garbage sample wherever it pots; never the tied sample.
+    assert by["oracle-vs-llm"] >= pots and by["on-policy"] == 3
+    assert all(p["margin"] > 0 and p["chosen_score"] > p["rejected_score"] for p in pairs)
+    assert all(p["rejected"][0]["content"] == "I'd hit it softly." for p in pairs)
+    assert {p["scenario_id"][:3] for p in pairs} == {"pb2"}  # train boards only
+    assert "pairs" in (folder / "README.md").read_text()
+
+
+def test_bad_pair_builds_are_refused(folder, tmp_path):
+    with pytest.raises(SystemExit, match="evaluation boards"):
+        build_pairs.main(["--dataset_dir", str(folder), "--split", "test"])
+    with pytest.raises(SystemExit, match="not a dataset folder"):
+        build_pairs.main(["--dataset_dir", str(tmp_path)])
+    bare = tmp_path / "bare"
+    build_benchmark(bare, eval_n=1, train_n=1, train_seed=2, players=("oracle",), progress=False)
+    with pytest.raises(SystemExit, match="no LLM traces"):
+        build_pairs.main(["--dataset_dir", str(bare)])
