@@ -44,12 +44,13 @@ def _panel(scenario: Scenario, shot: Shot | None, title: str):
         cx, cy = xy(p.x, p.y)
         d.ellipse([cx - p.radius * PX, cy - p.radius * PX, cx + p.radius * PX, cy + p.radius * PX], fill=(0, 0, 0))
     r = g.ball_radius * PX
-    if shot is not None and shot.validated is not None:
+    if shot is not None:
         try:
             path = cue_path(scenario, shot)
+        except Exception:  # an invalid shot still gets its panel, without a path
+            path = []
+        if path:
             d.line([xy(x, y) for x, y in path], fill=(240, 220, 40), width=2)
-        except Exception:  # an unplayable shot still gets its panel
-            pass
         c = scenario.cue
         phi = math.radians(shot.phi if isinstance(shot.phi, (int, float)) and math.isfinite(shot.phi) else 0.0)
         d.line([xy(c.x, c.y), xy(c.x + 0.25 * math.cos(phi), c.y + 0.25 * math.sin(phi))], fill=(60, 230, 90), width=3)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from poolbench_data.records import Event, Scenario, Shot
+from poolbench_data.records import Event, Shot
 from poolbench_data.runs import ScenarioRun, ShotRecord, angular_error
 from poolbench_data.table import geometry
 
@@ -82,7 +82,3 @@ def trace_row(rec: ShotRecord, oracle_shot: Shot | None, *, model: str | None = 
 def baseline_trace_rows(run: ScenarioRun) -> list[dict]:
     oracle = next((r.shot for r in run.records if r.player == "oracle"), None)
     return [trace_row(rec, oracle) for rec in run.records]
-
-
-def scenario_from_row(row: dict) -> Scenario:
-    return Scenario.from_row(row)
