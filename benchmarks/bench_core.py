@@ -27,6 +27,19 @@ def overhead(scenarios, shots) -> tuple[float, float]:
     return raw, ours
 
 
+def cold_start_s() -> float:
+    """A new process: import + first simulate. ~1-3 s when numba's cache
+    survived; 30-40 s if it recompiles."""
+    import subprocess
+    import sys
+
+    code = ("import time;t=time.perf_counter();from poolbench_data.scenarios import generate;"
+            "from poolbench_data.physics import simulate;from poolbench_data.records import Shot;"
+            "simulate(generate(1)[0], Shot(90.0, 5.0));print(time.perf_counter()-t)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=50)
@@ -41,7 +54,8 @@ def main(argv=None):
     shots = [heuristic(s, "centre").shot for s in scenarios]
     overhead(scenarios[:3], shots[:3])  # warm numba and caches
     raw, ours = overhead(scenarios * 3, shots * 3)
-    rows = [("simulate: raw pooltool (ms/shot)", f"{1000 * raw / (3 * args.n):.2f}"),
+    rows = [("new process: import + first simulate (s)", f"{cold_start_s():.2f}"),
+            ("simulate: raw pooltool (ms/shot)", f"{1000 * raw / (3 * args.n):.2f}"),
             ("simulate: poolbench (ms/shot)", f"{1000 * ours / (3 * args.n):.2f}"),
             ("simulate: overhead ratio", f"{ours / raw:.3f}")]
     for workers in (1, 2):

@@ -74,3 +74,16 @@ def test_reference_run_matches_the_paper(benchmark_scenarios):
         lo, hi = wilson(k, len(runs))
         assert lo <= paper <= hi, (name, k)
     assert all(rec.sims <= 120 for r in runs for rec in r.records)
+
+
+def test_board_without_candidates_still_gets_a_complete_declared_shot():
+    """pb1-000711: every ghost-ball candidate cuts more than 80 degrees."""
+    from poolbench_data.players.candidates import candidates
+    from poolbench_data.prompts import format_action
+    from poolbench_data.scenarios import generate
+
+    (s,) = generate(1, base_seed=1, start=711)
+    assert candidates(s) == []
+    for d in (oracle(s), heuristic(s)):
+        assert d.how == "no-candidate" and d.shot.target_pocket is not None
+        assert format_action(d.shot, s)  # the scenario row stores it in the protocol format

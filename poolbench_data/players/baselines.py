@@ -70,9 +70,13 @@ def random_player(scenario: Scenario, seed: int = 0) -> Decision:
 
 
 def _no_candidate(scenario: Scenario) -> Decision:
-    """No ghost-ball candidate at all: aim straight at the nearest own ball."""
-    from poolbench_data.geometry import angle_deg
+    """No candidate within MAX_CUT: hit the nearest own ball full, declaring
+    the pocket closest to the line it would travel (a shot must name one)."""
+    from poolbench_data.geometry import angle_deg, cut_angle
+    from poolbench_data.table import geometry
 
     c = scenario.cue
-    t = min(scenario.own(), key=lambda b: (b.x - c.x) ** 2 + (b.y - c.y) ** 2)
-    return Decision(Shot(angle_deg(c.x, c.y, t.x, t.y), 8.0, target_ball=t.id), 0, "no-candidate")
+    t = min(scenario.own(), key=lambda b: ((b.x - c.x) ** 2 + (b.y - c.y) ** 2, int(b.id)))
+    pocket = min(geometry().pockets, key=lambda p: cut_angle(c.x, c.y, t.x, t.y, p.x, p.y))
+    shot = Shot(angle_deg(c.x, c.y, t.x, t.y), 8.0, target_ball=t.id, target_pocket=pocket.id)
+    return Decision(shot, 0, "no-candidate")
