@@ -35,9 +35,11 @@ def main(argv=None):
     rows = []
     for n in (int(x) for x in args.sizes.split(",")):
         with tempfile.TemporaryDirectory() as d:
-            out = subprocess.run([sys.executable, "-c", CHILD, str(n), str(args.workers), f"{d}/poolbench"],
-                                 capture_output=True, text=True, check=True).stdout
-        r = json.loads(out.strip().splitlines()[-1])
+            proc = subprocess.run([sys.executable, "-c", CHILD, str(n), str(args.workers), f"{d}/poolbench"],
+                                  capture_output=True, text=True)
+        if proc.returncode:
+            sys.exit(f"build of {n} scenarios failed:\n{proc.stderr[-3000:]}")
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
         rows.append((n, args.workers, r["seconds"], n / r["seconds"], r["rss_main_mb"], r["rss_worker_mb"],
                      r["counts"]["train"]["traces"]))
     print(f"{'scenarios':>9} {'workers':>7} {'seconds':>8} {'scen/s':>7} {'peak RSS main MB':>16} "

