@@ -32,7 +32,7 @@ def aim_point(tx: float, ty: float, pocket_id: str, aim: str) -> tuple[float, fl
     raise ValueError(f"unknown aim {aim!r}; use one of {', '.join(AIMS)}")
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=4096)
 def _potting_point(tx: float, ty: float, pocket_id: str) -> tuple[float, float]:
     import pooltool as pt
     from pooltool.ai.pot.core import get_potting_point
