@@ -91,18 +91,17 @@ def llm_trace_rows(records: Sequence[ShotRecord], oracle_shots: dict[str, Shot],
 
 
 def decomposition(records: Sequence[ShotRecord], oracle_shots: dict[str, Shot]) -> dict:
-    """Target-vs-angle decomposition (paper section 6.3) for one player."""
-    from poolbench_data.runs import angular_error
+    """Target-vs-angle decomposition (paper section 6.3) for one player: the
+    traces' per-shot diagnostics, counted over the shots that were fired."""
+    from poolbench_data.hub.rows import fired, oracle_diagnostics
     from poolbench_data.stats import quantile
 
-    fired = [r for r in records if r.shot is not None and r.result is not None and r.result.status != "error"]
-    match = [r for r in fired if r.scenario_id in oracle_shots
-             and r.shot.target_ball == oracle_shots[r.scenario_id].target_ball]
-    errors = [abs(angular_error(r.shot.validated().phi, oracle_shots[r.scenario_id].phi))
-              for r in fired if r.scenario_id in oracle_shots]
+    shots = [(r, oracle_diagnostics(r, oracle_shots.get(r.scenario_id))) for r in records if fired(r)]
+    match = [r for r, d in shots if d["target_matches_oracle"]]
+    errors = [abs(d["angle_error_deg"]) for _, d in shots if d["angle_error_deg"] is not None]
     return {
         "shots": len(records),
-        "fired": len(fired),
+        "fired": len(shots),
         "target_matches_oracle": len(match),
         "median_abs_angle_error_deg": quantile(errors, 0.5) if errors else None,
         "within_1deg": sum(e <= 1.0 for e in errors),

@@ -61,6 +61,30 @@ def test_trace_rows_carry_diagnostics_and_settings(boards):
     assert d["target_matches_oracle"] == 1 and d["within_5deg"] == 1 and d["within_1deg"] == 0
 
 
+def test_decomposition_counts_what_the_trace_rows_say(boards):
+    # The report's decomposition and the traces' per-shot columns must agree,
+    # over fired shots, unparseable ones and boards without an Oracle shot.
+    from poolbench_data.runs import run_baselines
+
+    runs = list(run_baselines(boards, ("oracle", "heuristic-centre", "random"), label=False, progress=False))
+    oracle_shots = {r.scenario_id: r.shot for run in runs for r in run.records if r.player == "oracle"}
+    texts = [[format_action(oracle_shots[b.id], b), "no json here"] for b in boards]
+    settings = EvalSettings(model="m", backend="replay", samples=2)
+    llm = evaluate_model(boards, ReplayBackend(texts), settings, progress=False)
+    partial = {k: v for k, v in oracle_shots.items() if k != boards[-1].id}
+    for player in ("heuristic-centre", "random", "m"):
+        recs = [r for run in runs for r in run.records if r.player == player] if player != "m" else llm
+        rows = llm_trace_rows(recs, partial, settings)
+        fired = [row for row in rows if row["sim_status"] not in ("not-fired", "error")]
+        errors = [abs(row["angle_error_deg"]) for row in fired if row["angle_error_deg"] is not None]
+        d = decomposition(recs, partial)
+        assert d["shots"] == len(rows) and d["fired"] == len(fired)
+        assert d["target_matches_oracle"] == sum(bool(row["target_matches_oracle"]) for row in fired)
+        assert d["within_5deg"] == sum(e <= 5.0 for e in errors)
+        assert d["pot_given_target_match"] == sum(row["own_potted"] for row in fired if row["target_matches_oracle"])
+    assert decomposition(llm, partial)["fired"] == len(boards)  # the "no json here" samples never fire
+
+
 def test_replay_from_traces_round_trip(boards):
     rows = [{"player": "m", "scenario_id": b.id, "sample": 0, "raw_response": "x"} for b in boards]
     assert ReplayBackend.from_traces(rows, [b.id for b in boards], "m").responses == [["x"]] * 3

@@ -44,11 +44,20 @@ def scenario_row(run: ScenarioRun, base_seed: int, index: int) -> dict:
     }
 
 
-def trace_row(rec: ShotRecord, oracle_shot: Shot | None, *, model: str | None = None,
-              prompt_version: str | None = None, temperature: float | None = None,
-              seed: int | None = None) -> dict:
-    r = rec.result
-    shot = rec.shot.validated() if rec.shot is not None and (r is None or r.status != "error") else rec.shot
+def fired(rec: ShotRecord) -> bool:
+    """The shot was simulated (parsed, and valid enough for the engine)."""
+    return rec.result is not None and rec.result.status != "error"
+
+
+def played_shot(rec: ShotRecord) -> Shot | None:
+    """The action as simulated: phi wrapped into [0, 360) when it ran."""
+    return rec.shot.validated() if fired(rec) else rec.shot
+
+
+def oracle_diagnostics(rec: ShotRecord, oracle_shot: Shot | None) -> dict:
+    """The paper's wished-for diagnostics (section 6.3): the same target as
+    the Oracle's, and the aim's angular error from it (only for fired shots)."""
+    shot = played_shot(rec)
     diag = {"oracle_target_ball": None, "oracle_target_pocket": None, "target_matches_oracle": None,
             "pocket_matches_oracle": None, "angle_error_deg": None}
     if oracle_shot is not None:
@@ -57,8 +66,16 @@ def trace_row(rec: ShotRecord, oracle_shot: Shot | None, *, model: str | None = 
         if shot is not None:
             diag["target_matches_oracle"] = shot.target_ball == oracle_shot.target_ball
             diag["pocket_matches_oracle"] = shot.target_pocket == oracle_shot.target_pocket
-            if r is not None and r.status != "error":
+            if fired(rec):
                 diag["angle_error_deg"] = angular_error(shot.phi, oracle_shot.phi)
+    return diag
+
+
+def trace_row(rec: ShotRecord, oracle_shot: Shot | None, *, model: str | None = None,
+              prompt_version: str | None = None, temperature: float | None = None,
+              seed: int | None = None) -> dict:
+    r = rec.result
+    shot = played_shot(rec)
     return {
         "scenario_id": rec.scenario_id, "category": rec.category, "player": rec.player, "player_kind": rec.kind,
         "sample": rec.sample, "model": model, "prompt_version": prompt_version, "temperature": temperature,
@@ -75,7 +92,7 @@ def trace_row(rec: ShotRecord, oracle_shot: Shot | None, *, model: str | None = 
         "pocketed": [{"ball": b, "pocket": p} for b, p in r.pocketed] if r is not None else [],
         "final_positions": [{"id": i, "x": x, "y": y} for i, x, y in r.final_positions] if r is not None else [],
         **rec.metrics.to_row(),
-        **diag,
+        **oracle_diagnostics(rec, oracle_shot),
     }
 
 
