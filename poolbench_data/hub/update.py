@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from poolbench_data.hub.card import write_card
-from poolbench_data.hub.folder import ShardWriter, read_provenance, read_rows, staged_folder, write_provenance
+from poolbench_data.hub.folder import (ShardWriter, read_provenance, read_rows, remove_config, staged_folder,
+                                      write_provenance)
 
 
 def replace_rows(folder: Path, config: str, split: str, rows: Sequence[dict], drop: Callable[[dict], bool],
@@ -33,11 +34,9 @@ def replace_rows(folder: Path, config: str, split: str, rows: Sequence[dict], dr
 def write_config(folder: Path, config: str, splits: dict[str, Sequence[dict]], provenance_key: str,
                  provenance: dict) -> dict[str, int]:
     """Replace a whole config (e.g. `pairs`) in an existing folder."""
-    import shutil
-
     counts = {}
     with staged_folder(folder, update=True) as root:
-        shutil.rmtree(Path(root) / "data" / config, ignore_errors=True)
+        remove_config(root, config)
         for split, rows in splits.items():
             w = ShardWriter(root, config, split)
             w.extend(rows)
