@@ -37,7 +37,6 @@ class LoopArguments:
     samples: int = field(default=2, metadata={"help": "Responses per training board (on-policy pairs need >= 2)."})
     temperature: float = field(default=0.8, metadata={"help": "Sampling temperature on training boards."})
     max_steps: int = field(default=10, metadata={"help": "DPO optimizer steps (overrides the recipe)."})
-    max_pairs: int = field(default=0, metadata={"help": "Keep at most this many pairs (0: all)."})
     extra_dpo_args: str = field(default="", metadata={"help": "More training/dpo.py arguments, space-separated."})
 
 
