@@ -4,7 +4,7 @@ Same model, same prompts, same sampling settings; prints scenarios/s and
 generated tokens/s for each backend. Engine/model start-up is timed
 separately, and each backend gets one untimed warm-up request.
 
-    python benchmarks/bench_generation.py                      # 8 built-in prompts
+    python benchmarks/bench_generation.py                      # the first 8 benchmark boards
     python benchmarks/bench_generation.py --prompts-file p.jsonl --max-tokens 300
 
 A prompts file holds one conversation a line: a JSON list of
@@ -20,32 +20,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-SYSTEM = (
-    "You are an expert eight-ball player. The table is 1.0668 m wide and 2.1336 m long; "
-    "pockets: lb, lc, lt, rb, rc, rt. Reply with one JSON object: "
-    '{"target_ball": int, "pocket": str, "phi": degrees, "V0": m/s}.'
-)
 
-BOARDS = [
-    ("cue (0.53, 0.40)", "1 (0.30, 1.60), 3 (0.80, 1.20), 8 (0.53, 1.90)"),
-    ("cue (0.20, 0.70)", "2 (0.25, 1.95), 6 (0.90, 0.90), 8 (0.60, 1.50)"),
-    ("cue (0.90, 1.80)", "4 (0.10, 0.20), 5 (0.50, 1.00), 8 (0.95, 0.30)"),
-    ("cue (0.53, 1.07)", "7 (0.05, 1.05), 1 (1.00, 2.05), 8 (0.53, 0.20)"),
-    ("cue (0.30, 0.30)", "3 (0.70, 0.70), 2 (0.40, 1.80), 8 (0.90, 2.00)"),
-    ("cue (0.75, 1.50)", "6 (0.20, 2.00), 4 (1.00, 1.10), 8 (0.10, 0.10)"),
-    ("cue (0.45, 1.95)", "5 (0.50, 1.40), 7 (0.95, 0.50), 8 (0.30, 1.00)"),
-    ("cue (0.10, 1.20)", "1 (0.60, 1.25), 6 (0.80, 0.15), 8 (0.55, 1.80)"),
-]
+def builtin_prompts(n: int = 8) -> list[list[dict[str, str]]]:
+    """The benchmark's own conversations (Appendix A prompts) for its first n boards."""
+    from poolbench_data.evaluate import conversations
+    from poolbench_data.scenarios import generate
 
-
-def builtin_prompts() -> list[list[dict[str, str]]]:
-    return [
-        [
-            {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"You are solids (1-7). Balls: {cue}; {balls}. Choose your shot."},
-        ]
-        for cue, balls in BOARDS
-    ]
+    return conversations(generate(n))
 
 
 def load_prompts(path: Path) -> list[list[dict[str, str]]]:
