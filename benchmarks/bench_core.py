@@ -14,7 +14,7 @@ import time
 def overhead(scenarios, shots) -> tuple[float, float]:
     import pooltool as pt
 
-    from poolbench_data.physics import build_system, engine, simulate
+    from poolbench_data.core.physics import build_system, engine, simulate
 
     t0 = time.perf_counter()
     for s, shot in zip(scenarios, shots):
@@ -33,8 +33,8 @@ def cold_start_s() -> float:
     import subprocess
     import sys
 
-    code = ("import time;t=time.perf_counter();from poolbench_data.scenarios import generate;"
-            "from poolbench_data.physics import simulate;from poolbench_data.records import Shot;"
+    code = ("import time;t=time.perf_counter();from poolbench_data.boards.generate import generate;"
+            "from poolbench_data.core.physics import simulate;from poolbench_data.core.records import Shot;"
             "simulate(generate(1)[0], Shot(90.0, 5.0));print(time.perf_counter()-t)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     return float(out.strip().splitlines()[-1])
@@ -46,9 +46,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     from poolbench_data.players import DEFAULT_BASELINES, heuristic
-    from poolbench_data.runs import run_baselines
-    from poolbench_data.scenarios import generate
-    from poolbench_data.stats import quantile
+    from poolbench_data.players.play import run_baselines
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.report.stats import quantile
 
     scenarios = generate(args.n)
     shots = [heuristic(s, "centre").shot for s in scenarios]

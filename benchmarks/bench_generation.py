@@ -23,8 +23,8 @@ from typing import Any
 
 def builtin_prompts(n: int = 8) -> list[list[dict[str, str]]]:
     """The benchmark's own conversations (Appendix A prompts) for its first n boards."""
-    from poolbench_data.evaluate import conversations
-    from poolbench_data.scenarios import generate
+    from poolbench_data.llm.player import conversations
+    from poolbench_data.boards.generate import generate
 
     return conversations(generate(n))
 
@@ -51,7 +51,7 @@ def bench_transformers(model_dir: str, prompts: list, args: argparse.Namespace) 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from poolbench_data.llm.backends import request_seed
+    from poolbench_data.llm.backend import request_seed
 
     if args.hf_threads:
         # On a busy 2-core box, 2 OpenMP threads spin against other processes

@@ -29,9 +29,9 @@ class ScriptArguments(PushArguments):
 
 
 def main(argv=None):
-    from poolbench_data.cliargs import parse
+    from poolbench_data.cli.args import parse
     from poolbench_data.hub.build import build_benchmark
-    from poolbench_data.runs import default_workers
+    from poolbench_data.players.pool import default_workers
 
     args = parse(ScriptArguments, argv)
     counts = build_benchmark(args.output_dir, eval_n=args.eval_n, eval_seed=args.eval_seed, train_n=args.train_n,

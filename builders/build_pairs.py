@@ -1,7 +1,7 @@
 """Add the `pairs` config (physics-labelled DPO pairs) to a dataset folder.
 
 Needs LLM traces on the training split first:
-    .venv/bin/poolbench eval --seed 1 --n 200 --samples 4 --temperature 0.8 --split train --dataset-dir poolbench
+    .venv/bin/poolbench eval --seed 1 --n 200 --samples 4 --temperature 0.8 --split train --dataset_dir poolbench
     .venv/bin/python builders/build_pairs.py --dataset_dir poolbench
 Pairs come only from the train split: evaluation boards never enter training.
 """
@@ -25,11 +25,11 @@ class ScriptArguments(PushArguments):
 def main(argv=None):
     from pathlib import Path
 
-    from poolbench_data.cliargs import parse
+    from poolbench_data.cli.args import parse
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.hub.update import write_config
-    from poolbench_data.pairs import build_pairs
-    from poolbench_data.provenance import provenance
+    from poolbench_data.prefs.pairs import build_pairs
+    from poolbench_data.report.provenance import provenance
 
     args = parse(ScriptArguments, argv)
     folder = Path(args.dataset_dir)
@@ -41,7 +41,7 @@ def main(argv=None):
     traces = read_rows(folder, "traces", args.split)
     if not any(t["player_kind"] == "llm" for t in traces):
         raise SystemExit(f"error: no LLM traces in {folder} split {args.split!r}; run `poolbench eval --split "
-                         f"{args.split} --dataset-dir {folder}` with the split's --seed and --n first")
+                         f"{args.split} --dataset_dir {folder}` with the split's --seed and --n first")
     sources = [s for s in args.sources.split(",") if s]
     pairs = build_pairs(scenarios, traces, sources)
     counts = write_config(folder, "pairs", {args.split: pairs}, "pairs",

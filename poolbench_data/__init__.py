@@ -1,11 +1,45 @@
 """PoolBench data: seeded pool scenarios, pooltool physics, scoring, datasets.
 
+The curated API (each name is loaded on first use, so `import poolbench_data`
+stays cheap):
+
+    from poolbench_data import generate, oracle, simulate, score, parse_action
+    board = generate(1)[0]                      # a seeded Scenario
+    shot = oracle(board).shot                   # the ghost-ball Oracle's Shot
+    metrics = score(simulate(board, shot))      # the paper's four metrics
+    parse_action('{"target_ball": "3", ...}', board).shot
+
+Subpackages, in the order the data flows (each imports only those before it):
+core (records, table, geometry, physics, scoring) -> boards (generation,
+categories, pottability) -> players (baselines, the play loop, diagnostics)
+and protocol (prompts, parsing) -> llm (backends, the LLM player) and report
+(tables, stats, rendering) -> hub (datasets) and prefs (pairs, rewards) -> cli.
+
 Heavy dependencies (vllm, torch, trl) are imported lazily inside the modules
-that need them, so the core (scenarios, physics, scoring, datasets) runs
-without them.
+that need them, so the core runs without them.
 """
 
 __version__ = "0.1.0"
+
+_API = {
+    "Scenario": "core.records", "Shot": "core.records", "ShotResult": "core.records", "Metrics": "core.records",
+    "InvalidScenario": "core.records", "InvalidShot": "core.records",
+    "simulate": "core.physics", "score": "core.scoring", "physics_score": "core.scoring",
+    "generate": "boards.generate", "iter_scenarios": "boards.generate", "straight_pottable": "boards.pottable",
+    "oracle": "players", "heuristic": "players", "random_player": "players", "BASELINES": "players",
+    "play_shot": "players.play", "run_baselines": "players.play", "ShotRecord": "players.play",
+    "messages": "protocol.prompts", "format_action": "protocol.prompts", "parse_action": "protocol.parsing",
+    "make_backend": "llm.backend", "evaluate_model": "llm.player",
+}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    if name not in _API:
+        raise AttributeError(f"module 'poolbench_data' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"poolbench_data.{_API[name]}"), name)
 
 
 def _keep_numba_cache() -> None:

@@ -1,11 +1,11 @@
 import pytest
 
-from poolbench_data.physics import simulate
+from poolbench_data.core.physics import simulate
 from poolbench_data.players import BASELINES, heuristic, oracle, random_player
-from poolbench_data.players.candidates import candidates
-from poolbench_data.pottable import straight_pottable
-from poolbench_data.runs import angular_error, play_baselines
-from poolbench_data.scoring import score
+from poolbench_data.core.candidates import candidates
+from poolbench_data.boards.pottable import straight_pottable
+from poolbench_data.players.diagnostics import angular_error
+from poolbench_data.core.scoring import score
 
 
 def test_candidates_cover_own_balls_and_are_sorted(benchmark_scenarios):
@@ -59,13 +59,12 @@ def test_angular_error_wraps():
 
 
 @pytest.mark.slow
-def test_reference_run_matches_the_paper(benchmark_scenarios):
+def test_reference_run_matches_the_paper(reference_runs):
     """Oracle >= 98% legal pots on straight-pottable boards; Heuristic (centre
     aim) and Random near the paper's 46% and 14% own-ball potting."""
-    from poolbench_data.stats import wilson
+    from poolbench_data.report.stats import wilson
 
-    names = ("oracle", "heuristic-centre", "random")
-    runs = [play_baselines(s, names) for s in benchmark_scenarios]
+    runs = reference_runs
     pottable = [r for r in runs if r.pottability.pottable]
     clean = sum(rec.metrics.clean_pot for r in pottable for rec in r.records if rec.player == "oracle")
     assert clean / len(pottable) >= 0.98
@@ -78,9 +77,9 @@ def test_reference_run_matches_the_paper(benchmark_scenarios):
 
 def test_board_without_candidates_still_gets_a_complete_declared_shot():
     """pb1-000711: every ghost-ball candidate cuts more than 80 degrees."""
-    from poolbench_data.players.candidates import candidates
-    from poolbench_data.prompts import format_action
-    from poolbench_data.scenarios import generate
+    from poolbench_data.core.candidates import candidates
+    from poolbench_data.protocol.prompts import format_action
+    from poolbench_data.boards.generate import generate
 
     (s,) = generate(1, base_seed=1, start=711)
     assert candidates(s) == []

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from poolbench_data.evaluate import EvalSettings, evaluate_model, llm_trace_rows
+from poolbench_data.llm.player import EvalSettings, evaluate_model, llm_trace_rows
 from poolbench_data.hub.build import build_benchmark
 from poolbench_data.hub.folder import read_rows
 from poolbench_data.hub.update import replace_rows
 from poolbench_data.llm.replay import ReplayBackend
-from poolbench_data.records import Scenario, Shot
+from poolbench_data.core.records import Scenario, Shot
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "builders"))
 import build_pairs  # noqa: E402
@@ -28,7 +28,7 @@ def folder(tmp_path_factory):
     # Two samples a board: garbage, then the Oracle's own answer (a tie with the Oracle).
     backend = ReplayBackend([["I'd hit it softly.", r["oracle_action"]] for r in scen])
     settings = EvalSettings(model="toy", backend="replay", samples=2)
-    recs = evaluate_model(boards, backend, settings, player="toy", progress=False)
+    recs, _ = evaluate_model(boards, backend, settings, player="toy", progress=False)
     replace_rows(root, "traces", "train", llm_trace_rows(recs, oracle, settings), drop=lambda r: False)
     return root
 
@@ -37,7 +37,7 @@ def test_build_pairs_writes_a_trl_ready_config(folder, monkeypatch):
     from datasets import load_dataset
 
     from poolbench_data.hub.features import features
-    from poolbench_data.pairs_check import check_pairs
+    from poolbench_data.prefs.check import check_pairs
 
     build_pairs.main(["--dataset_dir", str(folder)])
     monkeypatch.chdir(folder.parent)

@@ -1,6 +1,6 @@
 import pytest
 
-from poolbench_data.compare import compare, format_comparison
+from poolbench_data.report.compare import compare, format_comparison
 
 
 def _row(sid, contact, pot, parse="ok"):

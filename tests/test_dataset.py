@@ -64,8 +64,8 @@ def test_traces_replay_from_stored_scenario_and_shot(built, monkeypatch):
     """The simulator is the only source of truth: every row re-simulates."""
     from datasets import load_dataset
 
-    from poolbench_data.physics import simulate
-    from poolbench_data.records import Scenario, Shot
+    from poolbench_data.core.physics import simulate
+    from poolbench_data.core.records import Scenario, Shot
 
     root, _ = built
     monkeypatch.chdir(root.parent)

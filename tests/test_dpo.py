@@ -23,8 +23,8 @@ import torch  # noqa: E402
 from datasets import Dataset, load_dataset  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from poolbench_data.pairs_check import PairsFormatError, check_pairs  # noqa: E402
-from poolbench_data.tiny import build_tiny_model  # noqa: E402
+from poolbench_data.prefs.check import PairsFormatError, check_pairs  # noqa: E402
+from tiny_model import build_tiny_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_RECIPE = REPO / "training" / "recipes" / "smollm2-135m-cpu.yaml"
@@ -75,7 +75,7 @@ def make_pair_rows(n: int = 16) -> list[dict]:
             rejected = json.dumps({"target_ball": "8", "target_pocket": [px, py], "aim_angle_deg": 90.0, "cue_speed": 9.0})
         rejected_score = 0.0 if on_policy else 1.0
         outcome = {"legal_contact": False, "own_potted": False, "foul": not on_policy, "clean_pot": False}
-        # Columns as poolbench_data.pairs writes them; TRL ignores all but the first three.
+        # Columns as poolbench_data.prefs.pairs writes them; TRL ignores all but the first three.
         rows.append(
             {
                 "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],

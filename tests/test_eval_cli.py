@@ -21,8 +21,8 @@ def test_eval_embedded_model_structured_appends_traces(dataset, tmp_path, capsys
     from poolbench_data.hub.folder import read_rows
 
     out = tmp_path / "eval"
-    args = ["eval", "--n", "2", "--max-tokens", "48", "--structured", "--out", str(out), "--boards", "1",
-            "--max-model-len", "2048", "--dataset-dir", str(dataset), "--name", "smol", "--quiet"]
+    args = ["eval", "--n", "2", "--max_tokens", "48", "--structured", "--out", str(out), "--boards", "1",
+            "--max_model_len", "2048", "--dataset_dir", str(dataset), "--name", "smol", "--quiet"]
     assert main(args) == 0
     text = capsys.readouterr().out
     for word in ("Contact %", "Potted %", "Foul %", "oracle", "heuristic-centre", "random", "smol",
@@ -56,11 +56,11 @@ def test_errors_come_before_any_work(tmp_path, capsys):
     with pytest.raises((FileNotFoundError, SystemExit)) as e:
         main(["eval", "--model", str(tmp_path / "no-such-model"), "--out", str(tmp_path / "o")])
     assert "no-such-model" in str(e.value)
-    from poolbench_data.llm.backends import ServerUnavailableError
+    from poolbench_data.llm.openai_backend import ServerUnavailableError
 
     with pytest.raises(ServerUnavailableError, match="not up"):
-        main(["eval", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+        main(["eval", "--backend", "openai", "--base_url", "http://127.0.0.1:9/v1", "--model", "m",
               "--out", str(tmp_path / "o")])
     with pytest.raises(SystemExit, match="not a dataset folder"):
-        main(["eval", "--n", "3", "--seed", "4", "--dataset-dir", str(tmp_path), "--out", str(tmp_path / "o")])
+        main(["eval", "--n", "3", "--seed", "4", "--dataset_dir", str(tmp_path), "--out", str(tmp_path / "o")])
     assert time.perf_counter() - t0 < 30 and not (tmp_path / "o").exists()

@@ -6,15 +6,16 @@ import json
 
 import pytest
 
-from poolbench_data.evaluate import EvalSettings, decomposition, evaluate_model, few_shot_examples, llm_trace_rows
+from poolbench_data.llm.player import EvalSettings, evaluate_model, few_shot_examples, llm_trace_rows
+from poolbench_data.report.evaluation import decomposition
 from poolbench_data.llm.replay import ReplayBackend
 from poolbench_data.players import oracle
-from poolbench_data.prompts import format_action
+from poolbench_data.protocol.prompts import format_action
 
 
 @pytest.fixture(scope="module")
 def boards():
-    from poolbench_data.scenarios import generate
+    from poolbench_data.boards.generate import generate
 
     return generate(3)
 
@@ -36,7 +37,7 @@ def test_every_malformed_response_is_scored_with_its_kind_and_the_run_continues(
     responses = [list(bad.values()) + [None, good]]
     backend = ReplayBackend(responses)
     settings = EvalSettings(model="replay", backend="replay", samples=len(responses[0]))
-    recs = evaluate_model([s], backend, settings, progress=False)
+    recs, _ = evaluate_model([s], backend, settings, progress=False)
     statuses = [r.parse_status for r in recs]
     assert statuses == list(bad) + ["empty", "ok"]
     for r in recs[:-1]:
@@ -51,7 +52,7 @@ def test_trace_rows_carry_diagnostics_and_settings(boards):
     shifted = o.__class__(phi=o.phi + 3.0, V0=o.V0, target_ball=o.target_ball, target_pocket=o.target_pocket)
     backend = ReplayBackend([[format_action(shifted, s)]])
     settings = EvalSettings(model="m", backend="replay", temperature=0.2, seed=7)
-    recs = evaluate_model([s], backend, settings, progress=False)
+    recs, _ = evaluate_model([s], backend, settings, progress=False)
     (row,) = llm_trace_rows(recs, {s.id: o}, settings)
     assert row["player_kind"] == "llm" and row["model"] == "m" and row["seed"] == 7
     assert row["target_matches_oracle"] and row["pocket_matches_oracle"]
@@ -64,13 +65,13 @@ def test_trace_rows_carry_diagnostics_and_settings(boards):
 def test_decomposition_counts_what_the_trace_rows_say(boards):
     # The report's decomposition and the traces' per-shot columns must agree,
     # over fired shots, unparseable ones and boards without an Oracle shot.
-    from poolbench_data.runs import run_baselines
+    from poolbench_data.players.play import run_baselines
 
     runs = list(run_baselines(boards, ("oracle", "heuristic-centre", "random"), label=False, progress=False))
     oracle_shots = {r.scenario_id: r.shot for run in runs for r in run.records if r.player == "oracle"}
     texts = [[format_action(oracle_shots[b.id], b), "no json here"] for b in boards]
     settings = EvalSettings(model="m", backend="replay", samples=2)
-    llm = evaluate_model(boards, ReplayBackend(texts), settings, progress=False)
+    llm, _ = evaluate_model(boards, ReplayBackend(texts), settings, progress=False)
     partial = {k: v for k, v in oracle_shots.items() if k != boards[-1].id}
     for player in ("heuristic-centre", "random", "m"):
         recs = [r for run in runs for r in run.records if r.player == player] if player != "m" else llm

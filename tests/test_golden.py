@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from poolbench_data.physics import simulate
-from poolbench_data.records import Scenario, Shot
+from poolbench_data.core.physics import simulate
+from poolbench_data.core.records import Scenario, Shot
 
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "golden_traces.json").read_text())
 

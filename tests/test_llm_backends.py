@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from poolbench_data.llm import GenerationFailure, OpenAIBackend, VLLMBackend, check_server, model_info, resolve_model
-from poolbench_data.llm.backends import ServerUnavailableError, request_seed
+from poolbench_data.llm import GenerationFailure, model_info, request_seed, resolve_model
+from poolbench_data.llm.openai_backend import OpenAIBackend, ServerUnavailableError, check_server
+from poolbench_data.llm.vllm_backend import VLLMBackend
 from poolbench_data.llm.model import PROVENANCE_FILE, default_model_dir
 from poolbench_data.llm.serve import free_port, local_server
 
@@ -144,7 +145,8 @@ def test_local_server_rejects_a_missing_folder(tmp_path: Path) -> None:
 @pytest.fixture(scope="class")
 def backend(model_dir: Path) -> Iterator[VLLMBackend]:
     # Eager mode: torch.compile costs minutes on 2 cores for a 1-minute test.
-    backend = VLLMBackend(str(model_dir), max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB, enforce_eager=True)
+    backend = VLLMBackend(str(model_dir), max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB, enforce_eager=True,
+                          enable_prefix_caching=False)
     print(f"\nvLLM engine start: {backend.startup_s:.1f} s")
     yield backend
     backend.close()
@@ -153,32 +155,35 @@ def backend(model_dir: Path) -> Iterator[VLLMBackend]:
 class TestVLLMBackend:
 
     def test_shapes_and_same_seed_same_strings(self, backend: VLLMBackend) -> None:
-        first = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=7)
-        assert backend.last_failures == []
+        result = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=7)
+        first = result.texts
+        assert result.failures == ()
         assert [len(r) for r in first] == [2, 2, 2]
         assert all(isinstance(t, str) for r in first for t in r)
         assert all(t.strip() for r in first for t in r)
-        assert 0 < backend.last_usage["completion_tokens"] <= 3 * 2 * 24
-        again = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=7)
+        assert 0 < result.usage["completion_tokens"] <= 3 * 2 * 24
+        # One engine, the same batch, no prefix cache: the engine is deterministic here.
+        again = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=7).texts
         assert again == first
-        other = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=8, temperature=1.0)
+        other = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=8, temperature=1.0).texts
         assert other != first
 
     def test_json_schema(self, backend: VLLMBackend) -> None:
         prompt = [{"role": "user", "content": "Pick a shot: target ball, pocket and speed in m/s."}]
-        results = backend.generate([prompt, CONVERSATIONS[1]], n=2, max_tokens=64, seed=1, json_schema=SHOT_SCHEMA)
-        assert backend.last_failures == []
-        for text in (t for r in results for t in r):
+        result = backend.generate([prompt, CONVERSATIONS[1]], n=2, max_tokens=64, seed=1, json_schema=SHOT_SCHEMA)
+        assert result.failures == ()
+        for text in (t for r in result.texts for t in r):
             shot = json.loads(text)
             assert set(shot) == {"target_ball", "pocket", "speed"}
             assert shot["pocket"] in SHOT_SCHEMA["properties"]["pocket"]["enum"]
 
     def test_a_bad_request_is_recorded_not_raised(self, backend: VLLMBackend) -> None:
         too_long = [{"role": "user", "content": "pool " * (MAX_MODEL_LEN + 10)}]
-        results = backend.generate([CONVERSATIONS[0], too_long], n=2, max_tokens=8)
-        assert results[1] == ["", ""]
-        assert all(results[0])
-        (failure,) = backend.last_failures
+        result = backend.generate([CONVERSATIONS[0], too_long], n=2, max_tokens=8)
+        assert result.texts[1] == ["", ""]
+        assert all(result.texts[0])
+        (failure,) = result.failures
+        assert result.failure_of(1) is failure and result.failure_of(0) is None
         assert (failure.conversation, failure.kind, failure.missing) == (1, "engine", 2)
         assert "maximum context length" in failure.error
 
@@ -199,7 +204,8 @@ class TestVLLMBackend:
 def server(model_dir: Path) -> Iterator[str]:
     started = time.perf_counter()
     with local_server(
-        model_dir, max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB, extra_args=["--enforce-eager"]
+        model_dir, max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB,
+        extra_args=["--enforce-eager", "--no-enable-prefix-caching"]
     ) as base_url:
         print(f"\nvLLM server start: {time.perf_counter() - started:.1f} s")
         yield base_url
@@ -210,29 +216,37 @@ def server(model_dir: Path) -> Iterator[str]:
 class TestOpenAIBackend:
 
     def test_generate(self, server: str, model_dir: Path) -> None:
-        backend = OpenAIBackend(server, str(model_dir), concurrency=2, timeout_s=120)
-        first = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=3)
-        assert backend.last_failures == []
+        # Same seed, same text holds only for the same batch: with concurrent
+        # requests the server batches them as they arrive, and a different
+        # batch (or a prefix-cache hit) changes the CPU kernels' summation
+        # order and so the sampled tokens (this test once failed that way).
+        # One request at a time and no prefix cache make the run deterministic.
+        backend = OpenAIBackend(server, str(model_dir), concurrency=1, timeout_s=120)
+        result = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=3)
+        first = result.texts
+        assert result.failures == ()
         assert [len(r) for r in first] == [2, 2, 2]
         assert all(t.strip() for r in first for t in r)
-        assert backend.last_usage["completion_tokens"] > 0
-        assert backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=3) == first
+        assert result.usage["completion_tokens"] > 0
+        assert backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=3).texts == first
         assert backend.settings()["base_url"] == server
+        backend.close()
 
     def test_json_schema(self, server: str, model_dir: Path) -> None:
         backend = OpenAIBackend(server, str(model_dir), timeout_s=120)
         prompt = [{"role": "user", "content": "Pick a shot: target ball, pocket and speed in m/s."}]
-        (texts,) = backend.generate([prompt], n=2, max_tokens=64, json_schema=SHOT_SCHEMA)
-        assert backend.last_failures == []
+        result = backend.generate([prompt], n=2, max_tokens=64, json_schema=SHOT_SCHEMA)
+        (texts,) = result.texts
+        assert result.failures == ()
         for text in texts:
             assert set(json.loads(text)) == {"target_ball", "pocket", "speed"}
 
     def test_timeout_is_a_recorded_failure(self, server: str, model_dir: Path) -> None:
         backend = OpenAIBackend(server, str(model_dir), timeout_s=0.001, retries=1, backoff_s=0.01)
-        results = backend.generate(CONVERSATIONS[:2], n=2, max_tokens=64)
-        assert results == [["", ""], ["", ""]]
-        assert [f.conversation for f in backend.last_failures] == [0, 1]
-        for failure in backend.last_failures:
+        result = backend.generate(CONVERSATIONS[:2], n=2, max_tokens=64)
+        assert result.texts == [["", ""], ["", ""]]
+        assert [f.conversation for f in result.failures] == [0, 1]
+        for failure in result.failures:
             assert isinstance(failure, GenerationFailure)
             assert failure.kind == "timeout"
             assert failure.attempts == 2  # the first try plus one retry

@@ -1,34 +1,57 @@
+import json
+
 import pytest
 
 from poolbench_data.hub.rows import baseline_trace_rows, scenario_row
-from poolbench_data.pairs import build_pairs, on_policy_pairs, oracle_pairs, physics_score
-from poolbench_data.reward import physics_reward
-from poolbench_data.runs import play_baselines
+from poolbench_data.prefs.pairs import build_pairs, on_policy_pairs, oracle_pairs, physics_score
+from poolbench_data.prefs.reward import physics_reward
+from poolbench_data.players.play import play_scenario
 
 
 @pytest.fixture(scope="module")
 def rows():
-    from poolbench_data.scenarios import generate
+    from poolbench_data.boards.generate import generate
 
-    runs = [play_baselines(s, ("oracle", "heuristic-centre")) for s in generate(4, base_seed=3)]
+    runs = [play_scenario(s, ("oracle", "heuristic-centre")) for s in generate(4, base_seed=3)]
     scen = [scenario_row(r, 3, i) for i, r in enumerate(runs)]
     traces = [t for r in runs for t in baseline_trace_rows(r)]
     return scen, traces
 
 
-def _llm(trace, text, sample, **metrics):
-    base = {k: False for k in ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot")}
-    return {**trace, "player": "m", "player_kind": "llm", "model": "m", "sample": sample, "raw_response": text,
-            "parse_status": "ok", "sim_status": "ok", **base, **metrics}
+def _llm(scen: dict, traces: list[dict], texts: list[str]) -> list[dict]:
+    """Trace rows of a model that answered `texts` on one board, written by the
+    real writer (replay backend -> parser -> simulator -> trace rows)."""
+    from poolbench_data.core.records import Scenario, Shot
+    from poolbench_data.llm.player import EvalSettings, evaluate_model, llm_trace_rows
+    from poolbench_data.llm.replay import ReplayBackend
+
+    settings = EvalSettings(model="m", backend="replay", samples=len(texts))
+    recs, _ = evaluate_model([Scenario.from_row(scen)], ReplayBackend([texts]), settings, player="m", progress=False)
+    return llm_trace_rows(recs, {scen["id"]: Shot.from_row(scen["oracle_shot"])}, settings)
+
+
+def _action(scen: dict, **change) -> str:
+    """The Oracle's action text with some fields changed."""
+    return json.dumps({**json.loads(scen["oracle_action"]), **change})
 
 
 def test_score_order():
-    base = {"parse_status": "ok", "sim_status": "ok", "legal_contact": False, "foul": False, "clean_pot": False}
-    assert physics_score({**base, "parse_status": "no-json", "sim_status": "not-fired", "foul": True}) == 0
-    assert physics_score({**base, "foul": True}) == 1
-    assert physics_score({**base, "foul": True, "legal_contact": True, "own_potted": True}) == 1  # foul pot
-    assert physics_score({**base, "legal_contact": True}) == 2
-    assert physics_score({**base, "legal_contact": True, "clean_pot": True}) == 3
+    from poolbench_data.core.records import Metrics
+    from poolbench_data.core.scoring import physics_score as score_of
+    from poolbench_data.core.scoring import score_not_fired
+
+    assert score_of(score_not_fired("no-json")) == 0
+    assert score_of(Metrics(False, False, True, False, ("no-contact",))) == 1
+    assert score_of(Metrics(True, True, True, False, ("scratch",))) == 1  # a foul pot
+    assert score_of(Metrics(True, False, False, False)) == 2
+    assert score_of(Metrics(True, True, False, False)) == 3
+
+
+def test_row_score_reads_the_writers_columns(rows):
+    scen, traces = rows
+    garbage, pot = _llm(scen[0], traces, ["garbage", scen[0]["oracle_action"]])
+    assert garbage["parse_status"] == "no-json" and physics_score(garbage) == 0
+    assert pot["clean_pot"] and physics_score(pot) == 3
 
 
 def test_oracle_pairs_only_where_physics_prefers_the_oracle(rows):
@@ -36,8 +59,7 @@ def test_oracle_pairs_only_where_physics_prefers_the_oracle(rows):
     s = scen[0]
     o = next(t for t in traces if t["scenario_id"] == s["id"] and t["player"] == "oracle")
     assert o["clean_pot"]
-    llm = [_llm(o, "garbage", 0, foul=True, parse_status="no-json", sim_status="not-fired"),
-           _llm(o, s["oracle_action"], 1, legal_contact=True, own_potted=True, clean_pot=True)]  # a tie: no pair
+    llm = _llm(s, traces, ["garbage", s["oracle_action"]])  # the second ties with the Oracle: no pair
     pairs = oracle_pairs([s], traces + llm)
     assert len(pairs) == 1
     p = pairs[0]
@@ -48,13 +70,15 @@ def test_oracle_pairs_only_where_physics_prefers_the_oracle(rows):
 
 def test_on_policy_best_against_worst(rows):
     scen, traces = rows
-    s = scen[1]
-    t = next(t for t in traces if t["scenario_id"] == s["id"])
-    llm = [_llm(t, "a", 0, foul=True), _llm(t, "b", 1, legal_contact=True), _llm(t, "c", 2, foul=True)]
+    s = scen[0]
+    aim = float(json.loads(s["oracle_action"])["aim_angle_deg"])
+    miss = _action(s, aim_angle_deg=round((aim + 180.0) % 360.0, 2))  # straight away from the target
+    llm = _llm(s, traces, [miss, s["oracle_action"], miss])
+    assert physics_score(llm[1]) == 3.0 and physics_score(llm[0]) < 3.0
     (p,) = on_policy_pairs([s], llm)
-    assert (p["chosen"][0]["content"], p["rejected"][0]["content"], p["margin"]) == ("b", "a", 1.0)
-    same = [_llm(t, "a", 0, foul=True), _llm(t, "c", 1, foul=True)]
-    assert on_policy_pairs([s], same) == []
+    assert (p["chosen"][0]["content"], p["rejected"][0]["content"]) == (s["oracle_action"], miss)
+    assert p["margin"] == 3.0 - physics_score(llm[0])
+    assert on_policy_pairs([s], _llm(s, traces, ["garbage", "more garbage"])) == []
     with pytest.raises(ValueError, match="unknown pair source"):
         build_pairs([s], llm, sources=("human",))
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from poolbench_data.parsing import PARSE_FAILURES, PARSE_STATUSES, POCKET_TOLERANCE, ParseResult, parse_action
-from poolbench_data.records import Scenario, Shot
-from poolbench_data.table import geometry
+from poolbench_data.protocol.parsing import PARSE_FAILURES, PARSE_STATUSES, POCKET_TOLERANCE, ParseResult, parse_action
+from poolbench_data.core.records import Scenario, Shot
+from poolbench_data.core.table import geometry
 
 GOOD = '{"target_ball": "1", "target_pocket": [1.07, 2.13], "aim_angle_deg": 74.2, "cue_speed": 9.0}'
 

@@ -12,9 +12,9 @@ import random
 
 import pytest
 
-from poolbench_data.parsing import PARSE_STATUSES, parse_action
-from poolbench_data.records import PHI_RANGE, V0_RANGE, Scenario
-from poolbench_data.table import POCKET_IDS, geometry
+from poolbench_data.protocol.parsing import PARSE_STATUSES, parse_action
+from poolbench_data.core.records import PHI_RANGE, V0_RANGE, Scenario
+from poolbench_data.core.table import POCKET_IDS, geometry
 
 N_CASES = 5000
 SEED = 20240611

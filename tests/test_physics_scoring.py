@@ -4,9 +4,9 @@ import sys
 
 import pytest
 
-from poolbench_data.physics import build_system, simulate
-from poolbench_data.records import Event, Metrics, Shot, ShotResult
-from poolbench_data.scoring import score, score_not_fired
+from poolbench_data.core.physics import build_system, simulate
+from poolbench_data.core.records import Event, Metrics, Shot, ShotResult
+from poolbench_data.core.scoring import score, score_not_fired
 
 
 @pytest.fixture
@@ -109,8 +109,8 @@ def test_same_shot_same_trace_bit_for_bit_across_processes(benchmark_scenarios):
     shot = Shot(37.123456789, 9.87654321)
     here = _trace(s, shot)
     assert here == _trace(s, shot)
-    code = ("from poolbench_data.scenarios import generate;from poolbench_data.physics import simulate;"
-            "from poolbench_data.records import Shot;s=generate(4)[3];"
+    code = ("from poolbench_data.boards.generate import generate;from poolbench_data.core.physics import simulate;"
+            "from poolbench_data.core.records import Shot;s=generate(4)[3];"
             "print(repr([(e.time,e.type,e.ids) for e in simulate(s, Shot(37.123456789, 9.87654321)).events]))")
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert there == repr([(e.time, e.type, e.ids) for e in here])

@@ -7,10 +7,10 @@ paper's metric does not. Everything else must agree.
 
 import pytest
 
-from poolbench_data.physics import build_system, engine
-from poolbench_data.records import SOLIDS, Shot
-from poolbench_data.scoring import score
-from poolbench_data.physics import result_from_system
+from poolbench_data.core.physics import build_system, engine
+from poolbench_data.core.records import SOLIDS, Shot
+from poolbench_data.core.scoring import score
+from poolbench_data.core.physics import result_from_system
 
 
 def _pooltool_legal(system, scenario):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from poolbench_data.parsing import FIELDS, parse_action
-from poolbench_data.prompts import (
+from poolbench_data.protocol.parsing import FIELDS, parse_action
+from poolbench_data.protocol.prompts import (
     ACTION_JSON_SCHEMA,
     PROMPT_VERSION,
     SYSTEM_PROMPT,
@@ -22,7 +22,7 @@ from poolbench_data.prompts import (
     messages,
     user_prompt,
 )
-from poolbench_data.records import InvalidShot, Scenario, Shot
+from poolbench_data.core.records import InvalidShot, Scenario, Shot
 
 # Every prompt text ever shipped, by version. Changing any prompt text changes
 # the digest: bump PROMPT_VERSION and add a line here (never edit old lines).

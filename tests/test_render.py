@@ -1,10 +1,10 @@
 from PIL import Image
 
 from poolbench_data.players import BASELINES
-from poolbench_data.records import Shot
-from poolbench_data.render import cue_path, render_board, render_heatmap
-from poolbench_data.report import summarize
-from poolbench_data.runs import play_baselines
+from poolbench_data.core.records import Shot
+from poolbench_data.report.render import cue_path, render_board, render_heatmap
+from poolbench_data.report.tables import summarize
+from poolbench_data.players.play import play_baselines
 
 
 def test_board_png_has_one_panel_per_player_and_a_real_path(benchmark_scenarios, tmp_path):
@@ -19,7 +19,7 @@ def test_board_png_has_one_panel_per_player_and_a_real_path(benchmark_scenarios,
 
 
 def test_heatmap_png(benchmark_scenarios, tmp_path):
-    recs = [r for s in benchmark_scenarios[:7] for r in play_baselines(s, ("heuristic", "random"), label=False).records]
+    recs = [r for s in benchmark_scenarios[:7] for r in play_baselines(s, ("heuristic", "random"))]
     png = render_heatmap(summarize(recs, ["heuristic", "random"]), tmp_path / "h.png")
     img = Image.open(png)
     assert img.size[0] > 600 and len(set(img.getdata())) > 5

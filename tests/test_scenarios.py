@@ -3,10 +3,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from poolbench_data import categories as cat
-from poolbench_data.records import CATEGORIES, SOLIDS
-from poolbench_data.scenarios import PAPER_COUNTS, category_sequence, generate, generate_scenario, scenario_seed
-from poolbench_data.validation import validate_positions
+from poolbench_data.boards import categories as cat
+from poolbench_data.core.records import CATEGORIES, SOLIDS
+from poolbench_data.boards.generate import PAPER_COUNTS, category_sequence, generate, generate_scenario, scenario_seed
+from poolbench_data.core.validation import validate_positions
 
 
 def test_paper_counts_at_fifty_and_proportional_beyond():

@@ -1,6 +1,6 @@
 import pytest
 
-from poolbench_data.stats import mcnemar_exact, quantile, wilson
+from poolbench_data.report.stats import mcnemar_exact, quantile, wilson
 
 
 def test_wilson_matches_the_papers_table():

@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from poolbench_data import geometry as geo
-from poolbench_data.table import POCKET_IDS, geometry, pooltool_table
+from poolbench_data.core import geometry as geo
+from poolbench_data.core.table import POCKET_IDS, geometry, pooltool_table
 
 
 def test_geometry_is_read_from_pooltool_table():

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from poolbench_data.records import InvalidScenario, Scenario
+from poolbench_data.core.records import InvalidScenario, Scenario
 
 
 def _json(positions):

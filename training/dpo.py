@@ -11,7 +11,7 @@ What this script adds to `trl/scripts/dpo.py`:
 - the seed is set before anything random happens (LoRA init, data order);
 - LoRA is on by default; the reference model is then the base model with the
   adapter disabled, so only one copy of the model is loaded;
-- the pairs are validated (`poolbench_data.pairs_check.check_pairs`) before the
+- the pairs are validated (`poolbench_data.prefs.check.check_pairs`) before the
   model is loaded, so a malformed dataset fails in seconds with the row and fix;
 - an interrupted run resumes from the last `checkpoint-*` in `output_dir`
   (`--resume false` ignores it; `resume_from_checkpoint` picks one);
@@ -171,7 +171,7 @@ def save_outputs(trainer, tokenizer, output_dir: Path, save_merged: bool) -> tup
 def train(script_args: DPOScriptArguments, training_args: DPOConfig, model_args: LoraModelConfig) -> DPORunResult:
     from trl import DPOTrainer, get_peft_config, get_quantization_config
 
-    from poolbench_data.pairs_check import check_pairs
+    from poolbench_data.prefs.check import check_pairs
 
     if not training_args.output_dir:
         raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")

@@ -6,7 +6,7 @@
 Steps (each a command you can also run by hand; outputs under --work_dir):
  1. before: `poolbench eval` on the held-out test boards (seed 0)
  2. dataset: builders/build_dataset.py with a train split from another seed
- 3. samples: `poolbench eval --split train --dataset-dir ...` (n samples per board)
+ 3. samples: `poolbench eval --split train --dataset_dir ...` (n samples per board)
  4. pairs:   builders/build_pairs.py
  5. train:   training/dpo.py --config RECIPE (LoRA; adapter + merged model)
  6. after:   `poolbench eval --model <merged>` on the same test boards
@@ -47,7 +47,7 @@ def _run(cmd: list[str]) -> None:
 
 def main(argv=None):
     sys.path.insert(0, str(ROOT))
-    from poolbench_data.cliargs import parse
+    from poolbench_data.cli.args import parse
 
     a = parse(LoopArguments, argv)
     py = sys.executable
@@ -64,7 +64,7 @@ def main(argv=None):
     if not (work / "samples" / "llm_traces.jsonl").exists():
         _run(cli + ["eval", *model_args, "--n", str(a.train_n), "--seed", str(a.train_seed), "--samples",
                     str(a.samples), "--temperature", str(a.temperature), "--name", "policy", "--split", "train",
-                    "--dataset-dir", str(data), "--out", str(work / "samples"), "--boards", "0", "--quiet"])
+                    "--dataset_dir", str(data), "--out", str(work / "samples"), "--boards", "0", "--quiet"])
     if not (data / "data" / "pairs").exists():
         _run([py, "builders/build_pairs.py", "--dataset_dir", str(data)])
     out = work / "dpo"

@@ -8,11 +8,11 @@ from pathlib import Path
 from poolbench_data.hub.card import write_card
 from poolbench_data.hub.folder import ShardWriter, staged_folder, write_provenance
 from poolbench_data.hub.rows import baseline_trace_rows, scenario_row
-from poolbench_data.players import BASELINES
-from poolbench_data.provenance import provenance
-from poolbench_data.report import format_table, summarize
-from poolbench_data.runs import run_baselines
-from poolbench_data.scenarios import iter_scenarios
+from poolbench_data.players import DEFAULT_BASELINES, check_players
+from poolbench_data.report.provenance import provenance
+from poolbench_data.report.tables import format_table, summarize
+from poolbench_data.players.play import run_baselines
+from poolbench_data.boards.generate import iter_scenarios
 
 EVAL_SPLIT, TRAIN_SPLIT = "test", "train"
 
@@ -28,13 +28,10 @@ def check_split_seeds(eval_seed: int, train_seed: int) -> None:
 
 
 def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n: int = 0, train_seed: int = 1,
-                    players: Sequence[str] = ("oracle", "heuristic-centre", "heuristic", "random"),
+                    players: Sequence[str] = DEFAULT_BASELINES,
                     workers: int = 1, overwrite: bool = False, progress: bool = True, shard_rows=None) -> dict:
     check_split_seeds(eval_seed, train_seed)
-    players = list(players)
-    unknown = [p for p in players if p not in BASELINES]
-    if unknown:
-        raise ValueError(f"unknown player(s) {unknown}; available: {', '.join(BASELINES)}")
+    players = check_players(players)
     if "oracle" not in players:
         raise ValueError("players must include 'oracle': scenario rows store its reference shot")
     if eval_n < 1 or train_n < 0:

@@ -1,14 +1,16 @@
-"""Render the dataset card (cards/poolbench.md) with the YAML `datasets` reads."""
+"""Render the dataset card (card_template.md, shipped inside the package) with
+the YAML `datasets` reads."""
 
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
 from poolbench_data.hub.features import features
 from poolbench_data.hub.folder import layout, read_provenance
 
-CARD_TEMPLATE = Path(__file__).resolve().parents[2] / "cards" / "poolbench.md"
+CARD_TEMPLATE = "card_template.md"  # package data of poolbench_data.hub
 
 
 def card_yaml(root: Path) -> str:
@@ -47,10 +49,8 @@ def _counts_table(root: Path) -> str:
     return "\n".join(lines)
 
 
-def render_card(root: Path, template: Path = CARD_TEMPLATE) -> str:
-    if not template.exists():
-        raise FileNotFoundError(f"card template {template} is missing; it ships in the repository's cards/")
-    body = template.read_text()
+def render_card(root: Path) -> str:
+    body = resources.files("poolbench_data.hub").joinpath(CARD_TEMPLATE).read_text(encoding="utf-8")
     prov = read_provenance(root)
     body = body.replace("{{counts}}", _counts_table(root))
     body = body.replace("{{provenance}}", json.dumps(prov, indent=2, sort_keys=True))

@@ -73,6 +73,14 @@ class ShardWriter:
         return self.rows
 
 
+def require_dataset(folder: Path, field: str = "--dataset_dir") -> Path:
+    """The folder, if it is a built dataset folder (it has the card)."""
+    folder = Path(folder)
+    if not (folder / "README.md").is_file():
+        raise FileNotFoundError(f"{field} {folder} is not a dataset folder; build it with builders/build_dataset.py")
+    return folder
+
+
 def remove_config(root: Path, config: str) -> None:
     shutil.rmtree(Path(root) / "data" / check_config(config), ignore_errors=True)
 

@@ -1,29 +1,28 @@
-"""LLM plumbing for PoolBench evaluation: the embedded default model and
-generation backends (in-process vLLM, any OpenAI-compatible server).
+"""Language models on the benchmark: the embedded default model, generation
+backends (one module each, chosen by name in `backend.BACKENDS`), the
+loopback server, and the LLM player (`player.evaluate_model`).
 
 Nothing heavy is imported here: vllm, torch, transformers and openai load
-inside the functions that need them, so `import poolbench_data.llm` is cheap.
+inside the modules that need them, so `import poolbench_data.llm` is cheap.
 """
 
-from poolbench_data.llm.backends import (
+from poolbench_data.llm.backend import (
+    BACKENDS,
     Backend,
     GenerationFailure,
-    OpenAIBackend,
-    ServerUnavailableError,
-    VLLMBackend,
-    check_server,
+    GenerationResult,
+    make_backend,
     request_seed,
 )
 from poolbench_data.llm.model import default_model_dir, model_info, resolve_model
 
 __all__ = [
+    "BACKENDS",
     "Backend",
     "GenerationFailure",
-    "OpenAIBackend",
-    "ServerUnavailableError",
-    "VLLMBackend",
-    "check_server",
+    "GenerationResult",
     "default_model_dir",
+    "make_backend",
     "model_info",
     "request_seed",
     "resolve_model",

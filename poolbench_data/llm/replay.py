@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from poolbench_data.llm.backend import GenerationFailure, GenerationResult, validate_request
+
 
 class ReplayBackend:
     name = "replay"
@@ -14,19 +16,25 @@ class ReplayBackend:
         """responses[i] holds the n responses for conversation i (None = no text, e.g. a timeout)."""
         self.responses = [list(r) for r in responses]
         self.model = model
-        self.last_failures: list = []
 
-    def generate(self, conversations, *, n=1, temperature=0.2, max_tokens=300, seed=0, json_schema=None):
+    def generate(self, conversations, *, n=1, temperature=None, max_tokens=1, seed=0, json_schema=None):
+        validate_request(conversations, n, max_tokens)
         if len(conversations) != len(self.responses):
             raise ValueError(f"replay has responses for {len(self.responses)} conversations, "
                              f"asked for {len(conversations)}")
         short = [i for i, r in enumerate(self.responses) if len(r) < n]
         if short:
             raise ValueError(f"replay conversation {short[0]} has fewer than n={n} responses")
-        return [[t if t is not None else "" for t in r[:n]] for r in self.responses]
+        texts = [[t if t is not None else "" for t in r[:n]] for r in self.responses]
+        failures = tuple(GenerationFailure(i, "missing", "no stored response", 0, sum(t is None for t in r[:n]))
+                         for i, r in enumerate(self.responses) if any(t is None for t in r[:n]))
+        return GenerationResult(texts, failures)
 
     def settings(self) -> dict:
         return {"backend": self.name, "model": self.model}
+
+    def close(self) -> None:
+        pass
 
     @staticmethod
     def from_traces(rows: Sequence[dict], scenario_ids: Sequence[str], player: str) -> ReplayBackend:

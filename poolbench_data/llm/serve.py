@@ -21,7 +21,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from poolbench_data.llm.backends import (
+from poolbench_data.llm.vllm_backend import (
     COMPACT_JSON_CONFIG,
     DEFAULT_CPU_KV_CACHE_GIB,
     GiB,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from poolbench_data.players.baselines import Decision, heuristic, oracle, random_player
 
@@ -16,5 +16,23 @@ BASELINES: dict[str, tuple[str, Callable]] = {
     "random": ("random", lambda s: random_player(s, seed=0)),
 }
 DEFAULT_BASELINES = ("oracle", "heuristic-centre", "heuristic", "random")
+# Beside a model: the Oracle (the decomposition's reference) and the paper's two weak baselines.
+EVAL_BASELINES = ("oracle", "heuristic-centre", "random")
 
-__all__ = ["BASELINES", "DEFAULT_BASELINES", "Decision", "heuristic", "oracle", "random_player"]
+
+def check_players(names: Sequence[str]) -> list[str]:
+    """The names, checked: every one a baseline, none twice."""
+    names = list(names)
+    unknown = [n for n in names if n not in BASELINES]
+    if unknown:
+        raise ValueError(f"unknown player(s) {unknown}; choose from {', '.join(BASELINES)}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"player(s) {twice} listed more than once; name each player once")
+    if not names:
+        raise ValueError(f"no players given; choose from {', '.join(BASELINES)}")
+    return names
+
+
+__all__ = ["BASELINES", "DEFAULT_BASELINES", "EVAL_BASELINES", "Decision", "check_players", "heuristic", "oracle",
+           "random_player"]

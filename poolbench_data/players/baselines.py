@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poolbench_data.physics import simulate
-from poolbench_data.players.candidates import candidates, speed_for
-from poolbench_data.records import V0_RANGE, Scenario, Shot
-from poolbench_data.scoring import score
+from poolbench_data.core.physics import simulate
+from poolbench_data.core.candidates import candidates, speed_for
+from poolbench_data.core.records import V0_RANGE, Scenario, Shot
+from poolbench_data.core.scoring import score
 
 # The paper's 3x5 grid, in its order: first success wins.
 ORACLE_SPEEDS = (8.0, 10.0, 12.0)
@@ -72,11 +72,11 @@ def random_player(scenario: Scenario, seed: int = 0) -> Decision:
 def _no_candidate(scenario: Scenario) -> Decision:
     """No candidate within MAX_CUT: hit the nearest own ball full, declaring
     the pocket closest to the line it would travel (a shot must name one)."""
-    from poolbench_data.geometry import angle_deg, cut_angle
-    from poolbench_data.table import geometry
+    from poolbench_data.core.geometry import angle_deg, cut_angle
+    from poolbench_data.core.table import geometry
 
     c = scenario.cue
-    t = min(scenario.own(), key=lambda b: ((b.x - c.x) ** 2 + (b.y - c.y) ** 2, int(b.id)))
+    t = scenario.nearest_own()
     pocket = min(geometry().pockets, key=lambda p: cut_angle(c.x, c.y, t.x, t.y, p.x, p.y))
     shot = Shot(angle_deg(c.x, c.y, t.x, t.y), 8.0, target_ball=t.id, target_pocket=pocket.id)
     return Decision(shot, 0, "no-candidate")

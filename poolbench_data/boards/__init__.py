@@ -1,0 +1,1 @@
+"""Boards: seeded generation in the seven categories, their checks, pottability."""

@@ -1,0 +1,228 @@
+"""Seeded scenario generation in the paper's seven categories.
+
+Scenario k of a base seed depends only on (base seed, k): its category comes
+from a house-monotone apportionment sequence and its layout from a local RNG
+seeded with a recorded per-scenario seed. Asking for more scenarios never
+changes the earlier ones, and the same seed gives the same boards anywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from poolbench_data.core.geometry import nearest
+from poolbench_data.boards.categories import CHECKS, CROWD_RADIUS, SPARSE_MIN_GAP, SPIN_MAX_GAP
+from poolbench_data.core.records import CATEGORIES, CUE, EIGHT, SOLIDS, STRIPES, InvalidScenario, Scenario
+from poolbench_data.core.table import geometry
+from poolbench_data.core.validation import placement_problem
+
+DEFAULT_SEED = 0  # the evaluation set; training sets use other base seeds
+DEFAULT_N = 50
+PAPER_COUNTS = {"open": 8, "partial-block": 8, "indirect": 8, "crowded": 7,
+                "sparse": 7, "foul-trap": 6, "spin-shot": 6}  # section 3.2, N = 50
+MAX_TRIES = 5000
+GAP = 0.002  # keep balls 2 mm apart: touching balls collide at t = 0
+
+
+def category_sequence(n: int) -> list[str]:
+    """Sainte-Lague apportionment, one seat at a time: every prefix is a
+    proportional split of the paper's 8/8/8/7/7/6/6, and exact at N = 50."""
+    counts = dict.fromkeys(CATEGORIES, 0)
+    seq = []
+    for _ in range(n):
+        c = max(CATEGORIES, key=lambda c: (PAPER_COUNTS[c] / (2 * counts[c] + 1), -CATEGORIES.index(c)))
+        counts[c] += 1
+        seq.append(c)
+    return seq
+
+
+def scenario_seed(base_seed: int, k: int) -> int:
+    """A 63-bit seed for scenario k, recorded with the scenario."""
+    return int(np.random.SeedSequence([base_seed, k]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+def scenario_id(base_seed: int, k: int) -> str:
+    return f"pb{base_seed}-{k:06d}"
+
+
+def generate(n: int = DEFAULT_N, base_seed: int = DEFAULT_SEED, start: int = 0) -> list[Scenario]:
+    return list(iter_scenarios(n, base_seed, start))
+
+
+def iter_scenarios(n: int = DEFAULT_N, base_seed: int = DEFAULT_SEED, start: int = 0) -> Iterator[Scenario]:
+    if n < 0 or start < 0:
+        raise ValueError(f"n={n} and start={start} must be >= 0")
+    if base_seed < 0:
+        raise ValueError(f"base_seed={base_seed} must be >= 0")
+    cats = category_sequence(start + n)
+    for k in range(start, start + n):
+        yield generate_scenario(cats[k], scenario_seed(base_seed, k), scenario_id(base_seed, k))
+
+
+def generate_scenario(category: str, seed: int, id: str) -> Scenario:
+    """Rejection sampling: draw layouts until the category's check passes."""
+    if category not in CATEGORIES:
+        raise ValueError(f"unknown category {category!r}; use one of {', '.join(CATEGORIES)}")
+    rng = np.random.default_rng(seed)
+    sampler, check = _SAMPLERS[category], CHECKS[category]
+    for _ in range(MAX_TRIES):
+        positions = sampler(rng)
+        if positions is None:
+            continue
+        try:
+            s = Scenario.create(id, category, seed, positions)
+        except InvalidScenario:
+            continue
+        if check(s):
+            return s
+    raise RuntimeError(f"could not sample a {category} scenario from seed {seed} in {MAX_TRIES} tries")
+
+
+# --- samplers: each returns {ball id: (x, y)} or None ---------------------------
+
+def _pick(rng, ids, lo, hi) -> list[str]:
+    k = int(rng.integers(lo, hi + 1))
+    return sorted(rng.choice(ids, size=k, replace=False).tolist(), key=int)
+
+
+def _fits(x, y, placed, min_dist) -> bool:
+    return placement_problem(x, y) is None and all(math.hypot(x - a, y - b) >= min_dist for a, b in placed.values())
+
+
+def _place(rng, placed, ids, min_dist=None, centre=None, radius=None, tries=200) -> bool:
+    """Place `ids` uniformly (on the table, or in a disc), not overlapping."""
+    g = geometry()
+    R = g.ball_radius
+    min_dist = min_dist or 2 * R + GAP
+    for bid in ids:
+        for _ in range(tries):
+            if centre is None:
+                x, y = rng.uniform(R, g.width - R), rng.uniform(R, g.length - R)
+            else:
+                r, a = radius * math.sqrt(rng.uniform()), rng.uniform(0, 2 * math.pi)
+                x, y = centre[0] + r * math.cos(a), centre[1] + r * math.sin(a)
+            if _fits(x, y, placed, min_dist):
+                placed[bid] = (float(x), float(y))
+                break
+        else:
+            return False
+    return True
+
+
+def _uniform(rng, own_range, opp_range):
+    placed: dict = {}
+    ids = [CUE] + _pick(rng, SOLIDS, *own_range) + _pick(rng, STRIPES, *opp_range) + [EIGHT]
+    return placed if _place(rng, placed, ids) else None
+
+
+def _open(rng):
+    return _uniform(rng, (3, 7), (3, 7))
+
+
+def _partial_block(rng):
+    return _uniform(rng, (3, 6), (4, 7))
+
+
+def _indirect(rng):
+    """Each own ball hides behind a blocker on its line from the cue ball."""
+    g = geometry()
+    D = g.ball_diameter
+    placed: dict = {}
+    if not _place(rng, placed, [CUE]):
+        return None
+    own = _pick(rng, SOLIDS, 1, 3)
+    blockers = [EIGHT] + _pick(rng, STRIPES, len(own), min(7, len(own) + 3))
+    cx, cy = placed[CUE]
+    for bid, blocker in zip(own, blockers):
+        for _ in range(200):
+            d, a = rng.uniform(0.3, 0.9), rng.uniform(0, 2 * math.pi)
+            x, y = cx + d * math.cos(a), cy + d * math.sin(a)
+            f, off = rng.uniform(0.35, 0.65), rng.normal(0.0, 0.1 * D)
+            bx, by = cx + f * d * math.cos(a) - off * math.sin(a), cy + f * d * math.sin(a) + off * math.cos(a)
+            if _fits(x, y, placed, D + GAP) and _fits(bx, by, {**placed, bid: (x, y)}, D + GAP):
+                placed[bid], placed[blocker] = (x, y), (bx, by)
+                break
+        else:
+            return None
+    return placed if _place(rng, placed, blockers[len(own):]) else None
+
+
+def _crowded(rng):
+    g = geometry()
+    placed: dict = {}
+    own = _pick(rng, SOLIDS, 3, 7)
+    opp = _pick(rng, STRIPES, 3, 7)
+    objects = own + opp + [EIGHT]
+    rng.shuffle(objects)
+    n_cluster = min(len(objects), int(rng.integers(8, 12)))
+    centre = (rng.uniform(0.25, g.width - 0.25), rng.uniform(0.3, g.length - 0.3))
+    # 0.9 * radius: the check uses the full radius, so sampled clusters pass.
+    if not _place(rng, placed, objects[:n_cluster], centre=centre, radius=0.9 * CROWD_RADIUS):
+        return None
+    if not _place(rng, placed, objects[n_cluster:] + [CUE]):
+        return None
+    return placed
+
+
+def _sparse(rng):
+    placed: dict = {}
+    ids = [CUE] + _pick(rng, SOLIDS, 1, 3) + _pick(rng, STRIPES, 1, 2) + [EIGHT]
+    return placed if _place(rng, placed, ids, min_dist=SPARSE_MIN_GAP) else None
+
+
+def _foul_trap(rng):
+    """A stripe or the 8 on or near the line to the nearest own ball."""
+    D = geometry().ball_diameter
+    placed: dict = {}
+    own = _pick(rng, SOLIDS, 2, 5)
+    opp = _pick(rng, STRIPES, 3, 6)
+    if not _place(rng, placed, [CUE] + own):
+        return None
+    cx, cy = placed[CUE]
+    nx, ny = placed[nearest(cx, cy, {b: placed[b] for b in own})]
+    d = math.hypot(nx - cx, ny - cy)
+    trap = EIGHT if rng.uniform() < 0.5 else opp[0]
+    for _ in range(200):
+        f, off = rng.uniform(0.3, 0.7), rng.uniform(-1.8 * D, 1.8 * D)
+        x = cx + f * (nx - cx) - off * (ny - cy) / d
+        y = cy + f * (ny - cy) + off * (nx - cx) / d
+        if _fits(x, y, placed, D + GAP):
+            placed[trap] = (x, y)
+            break
+    else:
+        return None
+    rest = [b for b in opp + [EIGHT] if b != trap]
+    return placed if _place(rng, placed, rest) else None
+
+
+def _spin_shot(rng):
+    """The cue ball within a few millimetres of a cushion."""
+    g = geometry()
+    R = g.ball_radius
+    gap = rng.uniform(0.0005, SPIN_MAX_GAP * 0.8)
+    side = rng.choice(["left", "right", "bottom", "top"], p=np.array([g.length, g.length, g.width, g.width]) / (2 * (g.length + g.width)))
+    if side in ("left", "right"):
+        y = rng.uniform(R, g.length - R)
+        x = R + gap if side == "left" else g.width - R - gap
+    else:
+        x = rng.uniform(R, g.width - R)
+        y = R + gap if side == "bottom" else g.length - R - gap
+    if placement_problem(x, y) is not None:
+        return None
+    placed = {CUE: (float(x), float(y))}
+    ids = _pick(rng, SOLIDS, 2, 6) + _pick(rng, STRIPES, 2, 6) + [EIGHT]
+    return placed if _place(rng, placed, ids) else None
+
+
+_SAMPLERS = {
+    "open": _open,
+    "partial-block": _partial_block,
+    "indirect": _indirect,
+    "crowded": _crowded,
+    "sparse": _sparse,
+    "foul-trap": _foul_trap,
+    "spin-shot": _spin_shot,
+}

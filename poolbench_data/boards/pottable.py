@@ -1,0 +1,50 @@
+"""Is a board straight-pottable: does some straight cue-ball shot (no cushion
+before first contact) pot an own ball legally?
+
+The indirect category makes the paper's "Oracle pots 100%" impossible by
+construction, so every scenario is labelled, by a search wider than the
+Oracle's grid, and the Oracle is judged on the pottable ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from poolbench_data.boards.categories import directly_hittable_own
+from poolbench_data.core.physics import simulate
+from poolbench_data.core.candidates import candidates
+from poolbench_data.core.records import Scenario, Shot
+from poolbench_data.core.scoring import score
+
+WIDE_SPEEDS = (4.0, 6.0, 8.0, 10.0, 12.0)
+WIDE_DPHIS = tuple(float(x) for x in np.round(np.arange(-2.0, 2.0001, 0.2), 1))
+
+
+@dataclass(frozen=True)
+class Pottability:
+    pottable: bool
+    how: str  # no-direct-own-ball | oracle | wide-search | not-found
+    sims: int
+    shot: Shot | None = None
+
+
+def straight_pottable(scenario: Scenario, oracle_shot: Shot | None = None) -> Pottability:
+    """Cheapest proof first: geometry (no own ball can be hit first), then the
+    Oracle's own legal pot, then the wide search (both aims, every candidate,
+    5 speeds x 21 angle offsets in 0.2 deg steps over +-2 deg)."""
+    if not directly_hittable_own(scenario):
+        return Pottability(False, "no-direct-own-ball", 0)
+    if oracle_shot is not None and score(simulate(scenario, oracle_shot)).clean_pot:
+        return Pottability(True, "oracle", 1, oracle_shot)
+    sims = 0
+    for aim in ("potting-point", "centre"):
+        for c in candidates(scenario, aim):
+            for V0 in WIDE_SPEEDS:
+                for dphi in WIDE_DPHIS:
+                    shot = c.shot(V0, dphi)
+                    sims += 1
+                    if score(simulate(scenario, shot)).clean_pot:
+                        return Pottability(True, "wide-search", sims, shot)
+    return Pottability(False, "not-found", sims)

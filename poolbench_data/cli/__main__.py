@@ -1,0 +1,5 @@
+import sys
+
+from poolbench_data.cli import main
+
+sys.exit(main())

@@ -1,0 +1,59 @@
+"""`poolbench score`: re-score stored responses offline.
+
+The responses of an llm_traces.jsonl go through the same parser, simulator
+and report as a live run, on the boards their scenario ids name; nothing is
+generated (the replay backend)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from poolbench_data.cli.args import UserError
+
+
+def add_arguments(p) -> None:
+    p.add_argument("traces", help="llm_traces.jsonl written by `poolbench eval`")
+    p.add_argument("--name", default=None, help="the player to re-score when the file holds several")
+    p.add_argument("--out", default="", help="report folder (default: TRACES' folder + '_rescored')")
+
+
+def boards_of(rows: list[dict]) -> tuple[int, int]:
+    """(base seed, n) of the boards the rows cover: ids pb<seed>-<index>, indices 0..n-1."""
+    seeds, indices = set(), set()
+    for r in rows:
+        head, _, index = r["scenario_id"].rpartition("-")
+        if not head.startswith("pb") or not index.isdigit() or not head[2:].isdigit():
+            raise UserError(f"scenario id {r['scenario_id']!r} is not a generated board (pb<seed>-<index>)")
+        seeds.add(int(head[2:]))
+        indices.add(int(index))
+    if len(seeds) != 1:
+        raise UserError(f"the traces mix boards of base seeds {sorted(seeds)}; re-score one run at a time")
+    n = max(indices) + 1
+    if indices != set(range(n)):
+        raise UserError(f"the traces cover {len(indices)} of boards 0..{n - 1}; re-score a whole run")
+    return seeds.pop(), n
+
+
+def run(args) -> int:
+    from poolbench_data.cli import eval as eval_cmd
+    from poolbench_data.report.compare import load_traces
+
+    path = Path(args.traces)
+    if not path.is_file():
+        raise UserError(f"traces file {path} does not exist; pass the llm_traces.jsonl of a `poolbench eval` run")
+    rows = [r for r in load_traces(path) if r["player_kind"] == "llm"]
+    if not rows:
+        raise UserError(f"{path} has no LLM responses to re-score")
+    seed, n = boards_of(rows)
+    samples = 1 + max(r["sample"] for r in rows)
+    first = rows[0]
+    p = argparse.ArgumentParser()
+    eval_cmd.add_arguments(p)
+    eval_args = p.parse_args([])
+    eval_args.__dict__.update(backend="replay", responses=str(path), name=args.name, model=args.name or first["player"],
+                              n=n, seed=seed, samples=samples, temperature=first["temperature"] or 0.0,
+                              out=args.out or str(path.parent) + "_rescored", boards=0, quiet=True)
+    if args.name is None:
+        eval_args.name = first["player"]
+    return eval_cmd.run(eval_args)

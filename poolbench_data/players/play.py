@@ -1,0 +1,99 @@
+"""Play players on scenarios: every shot simulated and scored the same way.
+
+Parallel over scenarios with worker processes (players.pool); results come
+back in scenario order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from poolbench_data.boards.pottable import Pottability, straight_pottable
+from poolbench_data.core.physics import simulate
+from poolbench_data.core.records import Metrics, Scenario, Shot, ShotResult
+from poolbench_data.core.scoring import score, score_not_fired
+from poolbench_data.players import BASELINES, check_players
+from poolbench_data.players.pool import imap_bounded
+
+
+@dataclass(frozen=True)
+class ShotRecord:
+    """One (scenario, player, sample): the action, the physics and the score."""
+
+    scenario_id: str
+    category: str
+    player: str
+    kind: str  # oracle | heuristic | random | llm
+    sample: int
+    shot: Shot | None  # None when no action could be parsed
+    result: ShotResult | None
+    metrics: Metrics
+    how: str = ""  # how the player decided (baselines) or the parse status (llm)
+    sims: int = 0  # simulations spent deciding
+    raw_response: str | None = None
+    parse_status: str = "baseline"
+    parse_message: str = ""
+
+
+@dataclass(frozen=True)
+class ScenarioRun:
+    scenario: Scenario
+    records: tuple[ShotRecord, ...]
+    pottability: Pottability | None
+
+
+def play_shot(scenario: Scenario, shot: Shot | None, *, player: str, kind: str, sample: int = 0, how: str = "",
+              sims: int = 0, raw_response: str | None = None, parse_status: str = "baseline",
+              parse_message: str = "") -> ShotRecord:
+    """Simulate and score one action; None = not fired (a foul, as in the paper)."""
+    if shot is None:
+        result, metrics = None, score_not_fired(parse_status)
+    else:
+        result = simulate(scenario, shot)
+        metrics = score(result)
+    return ShotRecord(scenario.id, scenario.category, player, kind, sample, shot, result, metrics, how, sims,
+                      raw_response, parse_status, parse_message)
+
+
+def play_baselines(scenario: Scenario, names: Sequence[str]) -> tuple[ShotRecord, ...]:
+    records = []
+    for name in names:
+        kind, decide = BASELINES[name]
+        d = decide(scenario)
+        records.append(play_shot(scenario, d.shot, player=name, kind=kind, how=d.how, sims=d.sims))
+    return tuple(records)
+
+
+def label(scenario: Scenario, records: Sequence[ShotRecord]) -> Pottability:
+    """Straight-pottability, reusing the Oracle's shot when it was played."""
+    oracle = next((r.shot for r in records if r.player == "oracle"), None)
+    return straight_pottable(scenario, oracle)
+
+
+def play_scenario(scenario: Scenario, names: Sequence[str], labelled: bool = True) -> ScenarioRun:
+    records = play_baselines(scenario, names)
+    return ScenarioRun(scenario, records, label(scenario, records) if labelled else None)
+
+
+def _task(args):
+    return play_scenario(*args)
+
+
+def run_baselines(scenarios: Iterable[Scenario], names: Sequence[str], *, workers: int = 1, label: bool = True,
+                  total: int | None = None, progress: bool = True) -> Iterator[ScenarioRun]:
+    """Yield one ScenarioRun per scenario, in input order."""
+    from tqdm.auto import tqdm
+
+    check_players(names)
+    tasks = ((s, tuple(names), label) for s in scenarios)
+    bar = tqdm(total=total, desc="baselines", unit="scenario", disable=not progress)
+    if workers <= 1:
+        for t in tasks:
+            yield _task(t)
+            bar.update()
+    else:
+        for run in imap_bounded(_task, tasks, workers):
+            yield run
+            bar.update()
+    bar.close()

@@ -1,0 +1,1 @@
+"""The paper's protocol: the prompts (Appendix A) and the action parser."""

@@ -1,0 +1,110 @@
+"""Top-down PNGs with Pillow (pooltool's 3D renderer takes seconds a frame):
+boards with each player's cue-ball path (paper Figures 3-5) and a
+per-category heatmap (Figure 2)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from poolbench_data.core.records import Scenario, Shot
+from poolbench_data.core.table import geometry
+
+PX = 260  # pixels per metre
+PAD = 22
+COLORS = {"cue": (250, 250, 250), "solids": (210, 40, 40), "stripes": (50, 90, 220), "eight": (15, 15, 15)}
+
+
+def cue_path(scenario: Scenario, shot: Shot) -> list[tuple[float, float]]:
+    """The cue ball's continuous trajectory, re-simulated for drawing only."""
+    import pooltool as pt
+
+    from poolbench_data.core.physics import build_system, engine
+
+    system = build_system(scenario, shot.validated())
+    pt.simulate(system, engine=engine(), inplace=True, max_events=1000, continuous=True, dt=0.01)
+    rvw = system.balls["cue"].history_cts.vectorize()[0]
+    return [(float(p[0][0]), float(p[0][1])) for p in rvw]
+
+
+def _panel(scenario: Scenario, shot: Shot | None, title: str):
+    from PIL import Image, ImageDraw
+
+    g = geometry()
+    w, h = int(g.width * PX) + 2 * PAD, int(g.length * PX) + 2 * PAD + 16
+    img = Image.new("RGB", (w, h), (255, 255, 255))
+    d = ImageDraw.Draw(img)
+
+    def xy(x, y):  # y up, as in pooltool
+        return PAD + x * PX, PAD + 16 + (g.length - y) * PX
+
+    d.rectangle([xy(0, g.length), xy(g.width, 0)], fill=(40, 120, 60), outline=(110, 70, 30), width=4)
+    for p in g.pockets:
+        cx, cy = xy(p.x, p.y)
+        d.ellipse([cx - p.radius * PX, cy - p.radius * PX, cx + p.radius * PX, cy + p.radius * PX], fill=(0, 0, 0))
+    r = g.ball_radius * PX
+    if shot is not None:
+        try:
+            path = cue_path(scenario, shot)
+        except Exception:  # an invalid shot still gets its panel, without a path
+            path = []
+        if path:
+            d.line([xy(x, y) for x, y in path], fill=(240, 220, 40), width=2)
+        c = scenario.cue
+        phi = math.radians(shot.phi if isinstance(shot.phi, (int, float)) and math.isfinite(shot.phi) else 0.0)
+        d.line([xy(c.x, c.y), xy(c.x + 0.25 * math.cos(phi), c.y + 0.25 * math.sin(phi))], fill=(60, 230, 90), width=3)
+    for b in scenario.balls:
+        cx, cy = xy(b.x, b.y)
+        d.ellipse([cx - r, cy - r, cx + r, cy + r], fill=COLORS[b.group], outline=(0, 0, 0))
+        if b.id != "cue":
+            d.text((cx - 3 * len(b.id), cy - 5), b.id, fill=(255, 255, 255))
+    d.text((4, 2), title[:48], fill=(0, 0, 0))
+    return img
+
+
+def render_board(scenario: Scenario, plays: Sequence[tuple[str, Shot | None, str]], path: Path) -> Path:
+    """One panel per (player, shot, verdict), side by side."""
+    from PIL import Image
+
+    panels = [_panel(scenario, shot, f"{name}: {verdict}") for name, shot, verdict in plays]
+    img = Image.new("RGB", (sum(p.width for p in panels), panels[0].height), (255, 255, 255))
+    x = 0
+    for p in panels:
+        img.paste(p, (x, 0))
+        x += p.width
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img.save(path, optimize=True)
+    return path
+
+
+def render_heatmap(summary: dict, path: Path, metric: str = "legal_contact") -> Path:
+    """Players x categories, cell = metric % (Figure 2 of the paper)."""
+    from PIL import Image, ImageDraw
+
+    from poolbench_data.core.records import CATEGORIES
+
+    players = list(summary)
+    cats = [c for c in CATEGORIES if any(c in s["by_category"] for s in summary.values())]
+    cw, ch, lw, th = 92, 26, 170, 40
+    img = Image.new("RGB", (lw + cw * len(cats), th + ch * len(players)), (255, 255, 255))
+    d = ImageDraw.Draw(img)
+    d.text((4, 4), f"{metric} % by category", fill=(0, 0, 0))
+    for j, c in enumerate(cats):
+        d.text((lw + j * cw + 4, th - 14), c, fill=(0, 0, 0))
+    for i, p in enumerate(players):
+        d.text((4, th + i * ch + 8), p[:26], fill=(0, 0, 0))
+        for j, c in enumerate(cats):
+            cell = summary[p]["by_category"].get(c, {}).get(metric)
+            box = [lw + j * cw, th + i * ch, lw + (j + 1) * cw - 2, th + (i + 1) * ch - 2]
+            if cell is None:
+                d.rectangle(box, fill=(230, 230, 230))
+                continue
+            v = cell["pct"] / 100.0
+            d.rectangle(box, fill=(int(255 - 200 * v), int(255 - 80 * v), int(255 - 200 * v)))
+            d.text((box[0] + 6, box[1] + 7), f"{cell['pct']:.0f} ({cell['k']}/{cell['n']})", fill=(0, 0, 0))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img.save(path, optimize=True)
+    return path
