@@ -5,7 +5,7 @@ generated tokens/s for each backend. Engine/model start-up is timed
 separately, and each backend gets one untimed warm-up request.
 
     python benchmarks/bench_generation.py                      # the first 8 benchmark boards
-    python benchmarks/bench_generation.py --prompts-file p.jsonl --max-tokens 300
+    python benchmarks/bench_generation.py --prompts_file p.jsonl --max_tokens 300
 
 A prompts file holds one conversation a line: a JSON list of
 {"role", "content"} messages, or an object with a "messages" list.
@@ -92,17 +92,17 @@ def bench_transformers(model_dir: str, prompts: list, args: argparse.Namespace) 
 
 
 def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace) -> dict[str, Any]:
-    from poolbench_data.llm import VLLMBackend
+    from poolbench_data.llm.vllm_backend import VLLMBackend
 
     extra = {"enforce_eager": True} if args.enforce_eager else {}
     backend = VLLMBackend(model_dir, max_model_len=args.max_model_len, kv_cache_gib=args.kv_cache_gib, **extra)
     try:
         backend.generate(prompts[:1], max_tokens=4)  # warm-up
         started = time.perf_counter()
-        backend.generate(prompts, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
+        result = backend.generate(prompts, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
         elapsed = time.perf_counter() - started
-        tokens = backend.last_usage["completion_tokens"]
-        failures = len(backend.last_failures)
+        tokens = result.usage["completion_tokens"]
+        failures = len(result.failures)
     finally:
         backend.close()
     mode = "eager" if args.enforce_eager else "compiled"
@@ -118,16 +118,16 @@ def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace) -> dict[
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None, help="HF folder or cached Hub id (default: embedded SmolLM2-135M)")
-    parser.add_argument("--prompts-file", type=Path, help="JSONL, one conversation a line")
-    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--prompts_file", type=Path, help="JSONL, one conversation a line")
+    parser.add_argument("--max_tokens", type=int, default=128)
     parser.add_argument("--temperature", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backends", default="transformers,vllm", help="comma list of: transformers, vllm")
-    parser.add_argument("--max-model-len", type=int, default=2048)
-    parser.add_argument("--kv-cache-gib", type=float, default=None)
-    parser.add_argument("--enforce-eager", action="store_true", help="skip vLLM's torch.compile (faster start)")
-    parser.add_argument("--hf-dtype", default="float32", choices=["float32", "bfloat16"])
-    parser.add_argument("--hf-threads", type=int, default=0, help="torch threads for transformers (0: default)")
+    parser.add_argument("--max_model_len", type=int, default=2048)
+    parser.add_argument("--kv_cache_gib", type=float, default=None)
+    parser.add_argument("--enforce_eager", action="store_true", help="skip vLLM's torch.compile (faster start)")
+    parser.add_argument("--hf_dtype", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--hf_threads", type=int, default=0, help="torch threads for transformers (0: default)")
     parser.add_argument("--output", type=Path, help="also write the rows as JSON here")
     args = parser.parse_args(argv)
 

@@ -8,9 +8,11 @@ Then, from the folder's parent: datasets.load_dataset("poolbench", "scenarios").
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from poolbench_data.hub.push import PushArguments
+from poolbench_data.players import DEFAULT_BASELINES
 
 
 @dataclass
@@ -22,18 +24,16 @@ class ScriptArguments(PushArguments):
     eval_seed: int = field(default=0, metadata={"help": "Base seed of the evaluation scenarios."})
     train_n: int = field(default=200, metadata={"help": "Training (train split) scenarios; 0 for none."})
     train_seed: int = field(default=1, metadata={"help": "Base seed of the training scenarios (not eval_seed)."})
-    players: str = field(default="oracle,heuristic-centre,heuristic,random",
+    players: str = field(default=",".join(DEFAULT_BASELINES),
                          metadata={"help": "Comma-separated baselines to trace (must include oracle)."})
     workers: int = field(default=0, metadata={"help": "Worker processes (0: one per core)."})
     overwrite: bool = field(default=False, metadata={"help": "Replace an existing output folder."})
 
 
-def main(argv=None):
-    from poolbench_data.cli.args import parse
+def build(args: ScriptArguments) -> None:
     from poolbench_data.hub.build import build_benchmark
     from poolbench_data.players.pool import default_workers
 
-    args = parse(ScriptArguments, argv)
     counts = build_benchmark(args.output_dir, eval_n=args.eval_n, eval_seed=args.eval_seed, train_n=args.train_n,
                              train_seed=args.train_seed, players=args.players.split(","),
                              workers=args.workers or default_workers(), overwrite=args.overwrite)
@@ -41,5 +41,11 @@ def main(argv=None):
     args.maybe_push(args.output_dir)
 
 
+def main(argv=None) -> int:
+    from poolbench_data.cli.args import parse, run_main
+
+    return run_main(lambda: build(parse(ScriptArguments, argv)))
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -8,6 +8,7 @@ Pairs come only from the train split: evaluation boards never enter training.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from poolbench_data.hub.push import PushArguments
@@ -22,26 +23,24 @@ class ScriptArguments(PushArguments):
     sources: str = field(default="oracle-vs-llm,on-policy", metadata={"help": "Comma-separated pair sources."})
 
 
-def main(argv=None):
+def build(args: ScriptArguments) -> None:
     from pathlib import Path
 
-    from poolbench_data.cli.args import parse
-    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.cli.args import UserError
+    from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
     from poolbench_data.prefs.pairs import build_pairs
     from poolbench_data.report.provenance import provenance
 
-    args = parse(ScriptArguments, argv)
-    folder = Path(args.dataset_dir)
     if args.split == "test":
-        raise SystemExit("error: pairs from the test split would train on the evaluation boards; use --split train")
-    if not (folder / "README.md").exists():
-        raise SystemExit(f"error: {folder} is not a dataset folder; build it with builders/build_dataset.py")
+        raise UserError("--split test: pairs from the test split would train on the evaluation boards; "
+                        "use --split train")
+    folder = require_dataset(Path(args.dataset_dir))
     scenarios = read_rows(folder, "scenarios", args.split)
     traces = read_rows(folder, "traces", args.split)
     if not any(t["player_kind"] == "llm" for t in traces):
-        raise SystemExit(f"error: no LLM traces in {folder} split {args.split!r}; run `poolbench eval --split "
-                         f"{args.split} --dataset_dir {folder}` with the split's --seed and --n first")
+        raise UserError(f"no LLM traces in {folder} split {args.split!r}; run `poolbench eval --split "
+                        f"{args.split} --dataset_dir {folder}` with the split's --seed and --n first")
     sources = [s for s in args.sources.split(",") if s]
     pairs = build_pairs(scenarios, traces, sources)
     counts = write_config(folder, "pairs", {args.split: pairs}, "pairs",
@@ -51,5 +50,11 @@ def main(argv=None):
     args.maybe_push(folder)
 
 
+def main(argv=None) -> int:
+    from poolbench_data.cli.args import parse, run_main
+
+    return run_main(lambda: build(parse(ScriptArguments, argv)))
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

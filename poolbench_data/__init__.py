@@ -29,7 +29,7 @@ _API = {
     "oracle": "players", "heuristic": "players", "random_player": "players", "BASELINES": "players",
     "play_shot": "players.play", "run_baselines": "players.play", "ShotRecord": "players.play",
     "messages": "protocol.prompts", "format_action": "protocol.prompts", "parse_action": "protocol.parsing",
-    "make_backend": "llm.backend", "evaluate_model": "llm.player",
+    "make_backend": "llm.registry", "evaluate_model": "llm.player",
 }
 __all__ = sorted(_API)
 

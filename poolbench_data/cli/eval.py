@@ -11,7 +11,7 @@ from poolbench_data.cli.args import UserError
 
 def add_arguments(p) -> None:
     from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
-    from poolbench_data.llm.backend import BACKENDS
+    from poolbench_data.llm.registry import BACKENDS
     from poolbench_data.players import EVAL_BASELINES
     from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 
@@ -66,7 +66,7 @@ def _check_before_work(args) -> str:
 
 
 def _make_backend(args, model: str, scenario_ids: list[str], name: str):
-    from poolbench_data.llm.backend import make_backend
+    from poolbench_data.llm.registry import make_backend
 
     if args.backend == "openai":
         return make_backend("openai", base_url=args.base_url, model=model)
@@ -93,13 +93,13 @@ def run(args) -> int:
     from poolbench_data.players.traces import oracle_shots as oracle_shots_of
     from poolbench_data.report.provenance import provenance
 
-    model = _check_before_work(args)
-    name = args.name or Path(model).name
     baselines = check_players([b for b in args.baselines.split(",") if b])
     if "oracle" not in baselines:
         baselines.insert(0, "oracle")  # the decomposition measures against it
     if args.dataset_dir:
         _check_dataset(Path(args.dataset_dir), args.split, args.n, args.seed)
+    model = _check_before_work(args)
+    name = args.name or Path(model).name
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     scenarios = generate(args.n, args.seed)

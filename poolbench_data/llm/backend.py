@@ -5,8 +5,9 @@ for each conversation exactly `n` strings, the requests that failed for good
 (their slots hold ""), and the token usage. Only problems that make every
 later request fail too (a dead engine, a bad argument) raise.
 
-Backends, chosen by name (`make_backend`): `vllm` (in process, one batched
-call), `openai` (any OpenAI-compatible server), `replay` (stored responses).
+Implementations, one module each, chosen by name in `llm.registry`: `vllm`
+(in process, one batched call), `openai` (any OpenAI-compatible server),
+`replay` (stored responses).
 """
 
 from __future__ import annotations
@@ -99,31 +100,3 @@ def validate_request(conversations: list[Conversation], n: int, max_tokens: int)
         for j, msg in enumerate(conv):
             if not isinstance(msg, dict) or "role" not in msg or "content" not in msg:
                 raise ValueError(f"conversation {i} message {j} needs 'role' and 'content' keys, got {msg!r}")
-
-
-def _vllm(**kw):
-    from poolbench_data.llm.vllm_backend import VLLMBackend
-
-    return VLLMBackend(kw.pop("model"), **kw)
-
-
-def _openai(**kw):
-    from poolbench_data.llm.openai_backend import OpenAIBackend
-
-    return OpenAIBackend(kw.pop("base_url"), kw.pop("model"), **kw)
-
-
-def _replay(**kw):
-    from poolbench_data.llm.replay import ReplayBackend
-
-    return ReplayBackend(kw.pop("responses"), model=kw.pop("model", "replay"))
-
-
-# name -> constructor taking keyword options; the one place a backend is chosen.
-BACKENDS = {"vllm": _vllm, "openai": _openai, "replay": _replay}
-
-
-def make_backend(name: str, **options: Any) -> Backend:
-    if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
-    return BACKENDS[name](**options)

@@ -103,7 +103,11 @@ def convert_gguf(gguf_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
     """
     import torch  # heavy: only when converting
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    # A one-time conversion: its progress bars and notices would bury the report.
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     gguf_path = Path(gguf_path)
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)

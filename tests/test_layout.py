@@ -1,0 +1,82 @@
+"""The package's shape: dependencies one way (import-linter's contracts in
+pyproject.toml), no import cycle, small modules, a documented tree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "poolbench_data"
+MAX_LINES = 400
+
+
+def _graph():
+    import grimp
+
+    return grimp.build_graph("poolbench_data")
+
+
+def test_import_contracts_hold():
+    lint = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run([str(lint), "--config", str(ROOT / "pyproject.toml")], cwd=ROOT, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+def test_no_import_cycle():
+    graph = _graph()
+    modules = sorted(graph.modules)
+    cycles = []
+    for m in modules:
+        for imported in graph.find_modules_directly_imported_by(m):
+            # imported -> ... -> m closes a cycle through m -> imported
+            chain = graph.find_shortest_chain(importer=imported, imported=m)
+            if chain:
+                cycles.append((m,) + tuple(chain))
+    assert not cycles, cycles[:5]
+
+
+def test_layers_cannot_be_broken_silently(tmp_path):
+    """The checker is live: a board module importing a player breaks a contract."""
+    import shutil
+
+    copy = tmp_path / "repo"
+    shutil.copytree(PACKAGE, copy / "poolbench_data", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    bad = copy / "poolbench_data" / "boards" / "categories.py"
+    bad.write_text(bad.read_text() + "\nfrom poolbench_data.players import oracle  # noqa\n")
+    lint = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run([str(lint)], cwd=copy, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(copy), "PATH": "/usr/bin:/bin"})
+    assert done.returncode != 0 and "BROKEN" in done.stdout, done.stdout + done.stderr
+
+
+def test_no_module_over_the_limit():
+    long = {p.relative_to(ROOT).as_posix(): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"split these modules (limit {MAX_LINES} lines): {long}"
+
+
+def test_readme_layout_matches_the_tree():
+    readme = (ROOT / "README.md").read_text()
+    layout = readme[readme.index("## Layout"):]
+    subpackages = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
+    for name in subpackages:
+        assert f"poolbench_data/{name}/" in layout, f"README's layout does not mention {name}/"
+    for line in layout.splitlines():
+        if line.startswith("poolbench_data/") and "/" in line[15:]:
+            name = line.split("/")[1]
+            assert name in subpackages, f"README's layout names {name}/, which is not in the package"
+
+
+def test_public_api_resolves():
+    import poolbench_data
+
+    for name in poolbench_data.__all__:
+        assert getattr(poolbench_data, name) is not None, name
+    board = poolbench_data.generate(1)[0]
+    m = poolbench_data.score(poolbench_data.simulate(board, poolbench_data.oracle(board).shot))
+    assert m.legal_contact
