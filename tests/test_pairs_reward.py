@@ -3,7 +3,7 @@ import json
 import pytest
 
 from poolbench_data.hub.rows import baseline_trace_rows, scenario_row
-from poolbench_data.prefs.pairs import build_pairs, on_policy_pairs, oracle_pairs, physics_score
+from poolbench_data.prefs.pairs import build_pairs, fine_score, on_policy_pairs, oracle_pairs, physics_score
 from poolbench_data.prefs.reward import physics_reward
 from poolbench_data.players.play import play_scenario
 
@@ -64,7 +64,8 @@ def test_oracle_pairs_only_where_physics_prefers_the_oracle(rows):
     assert len(pairs) == 1
     p = pairs[0]
     assert p["chosen"] == [{"role": "assistant", "content": s["oracle_action"]}]
-    assert p["rejected"][0]["content"] == "garbage" and p["margin"] == 3.0
+    # The Oracle hits its declared ball with its own aim: 3 + 0.5 + 0.49; garbage: 0.
+    assert p["rejected"][0]["content"] == "garbage" and p["margin"] == pytest.approx(3.99)
     assert p["prompt"] == s["prompt"] and p["source"] == "oracle-vs-llm" and p["rejected_model"] == "m"
 
 
@@ -77,10 +78,39 @@ def test_on_policy_best_against_worst(rows):
     assert physics_score(llm[1]) == 3.0 and physics_score(llm[0]) < 3.0
     (p,) = on_policy_pairs([s], llm)
     assert (p["chosen"][0]["content"], p["rejected"][0]["content"]) == (s["oracle_action"], miss)
-    assert p["margin"] == 3.0 - physics_score(llm[0])
+    assert p["margin"] == pytest.approx(fine_score(llm[1]) - fine_score(llm[0]))
+    assert fine_score(llm[0]) == pytest.approx(physics_score(llm[0]), abs=1e-3)  # ~180 degrees off: no aim bonus
     assert on_policy_pairs([s], _llm(s, traces, ["garbage", "more garbage"])) == []
     with pytest.raises(ValueError, match="unknown pair source"):
         build_pairs([s], llm, sources=("human",))
+
+
+def test_fine_score_orders_within_a_level_and_never_across(rows):
+    scen, traces = rows
+    s = scen[0]
+    aim = float(json.loads(s["oracle_action"])["aim_angle_deg"])
+    texts = [_action(s, aim_angle_deg=round((aim + d) % 360.0, 2)) for d in (0.0, 3.0, 20.0, 180.0)]
+    scored = _llm(s, traces, texts + ["no json"])
+    fine = [fine_score(r) for r in scored]
+    levels = [physics_score(r) for r in scored]
+    for a, b in zip(range(len(scored)), range(1, len(scored))):
+        if levels[a] == levels[b]:
+            # same level: the aim nearer the Oracle's scores higher
+            assert fine[a] > fine[b] or abs(scored[a]["angle_error_deg"]) >= abs(scored[b]["angle_error_deg"])
+    assert all(int(f) == lv for f, lv in zip(fine, levels))  # the refinement stays inside its level
+    assert fine[-1] == 0.0 and fine[0] > 3.9  # the Oracle's own answer: pot, declared ball, 0 deg
+    # A pair is made between two legal contacts that differ only in aim.
+    same_level = [r for r in scored[:4] if physics_score(r) == levels[1]]
+    assert len({fine_score(r) for r in same_level}) == len(same_level)
+
+
+def test_failed_requests_never_become_pairs(rows):
+    scen, traces = rows
+    s = scen[0]
+    llm = _llm(s, traces, ["garbage", s["oracle_action"]])
+    failed = [{**llm[0], "raw_response": "", "parse_status": "request-failed"}, llm[1]]
+    assert not any(p["rejected"][0]["content"] == "" for p in build_pairs([s], traces + failed))
+    assert on_policy_pairs([s], failed) == []
 
 
 def test_physics_reward_has_trl_signature_and_scores_by_simulation(rows):

@@ -51,7 +51,13 @@ def features(config: str):
             "chosen_outcome": side, "rejected_outcome": side,
             "chosen_score": f64, "rejected_score": f64, "margin": f64, "prompt_version": s,
         })
+    if config == "sft":
+        return Features({
+            "prompt": List(message), "completion": List(message),
+            "scenario_id": s, "category": s, "split": s, "demonstration": s, "player": s,
+            **{k: v for k, v in outcome.items() if k != "foul_reasons"}, "prompt_version": s,
+        })
     raise KeyError(config)
 
 
-CONFIGS = ("scenarios", "traces", "pairs")
+CONFIGS = ("scenarios", "traces", "pairs", "sft")

@@ -41,6 +41,9 @@ def _message_problem(message: Any, column: str, allowed_roles: Iterable[str]) ->
     if not isinstance(content, str):
         # Multimodal content lists are a VLM feature; PoolBench prompts are text.
         return f"the {role!r} message has content of type {type(content).__name__}, expected str"
+    if not content.strip():
+        # An empty answer (a failed request) teaches nothing about play.
+        return f"the {role!r} message is empty"
     if role not in allowed_roles:
         return f"role {role!r} is not allowed in `{column}` (allowed: {', '.join(allowed_roles)})"
     return None

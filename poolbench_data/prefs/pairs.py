@@ -1,7 +1,14 @@
 """Physics-labelled preference pairs (the paper's zero-annotation promise).
 
-Responses are ordered by `core.scoring.physics_score` of their trace row's
-metrics; a pair exists only where the chosen side is strictly better.
+Responses are ordered by `fine_score`: the four physics levels of
+`core.scoring.physics_score` (0 not fired, 1 foul, 2 legal contact, 3 legal
+pot), refined within a level by what the simulator and the Oracle's shot can
+still tell apart: +0.5 when the cue ball's first contact is the ball the
+response declared, and up to +0.49 for aim close to the Oracle's (linear in
+the absolute angular error, 0 at 180 degrees). The refinement stays below 1,
+so it never reorders levels. A pair exists only where the chosen side is
+strictly better; failed requests and empty answers never enter a pair (they
+say nothing about the model).
 """
 
 from __future__ import annotations
@@ -14,19 +21,41 @@ from poolbench_data.core.scoring import physics_score as _score
 SOURCES = ("oracle-vs-llm", "on-policy")
 
 
+TARGET_BONUS = 0.5
+AIM_BONUS = 0.49
+# Failed generations (the evaluator's status for a request that failed for good).
+NO_ANSWER = ("request-failed",)
+
+
 def physics_score(row: dict) -> float:
-    """Score of one trace row (its metric and foul_reasons columns)."""
+    """Level of one trace row (its metric and foul_reasons columns)."""
     return _score(Metrics.from_row(row))
 
 
+def fine_score(row: dict) -> float:
+    """physics_score plus the within-level refinement (module docstring)."""
+    level = physics_score(row)
+    if level == 0:
+        return level
+    action = row.get("action") or {}
+    hit_declared = row.get("first_contact") is not None and row.get("first_contact") == action.get("target_ball")
+    err = row.get("angle_error_deg")
+    aim = AIM_BONUS * (1.0 - min(abs(err), 180.0) / 180.0) if err is not None else 0.0
+    return round(level + (TARGET_BONUS if hit_declared else 0.0) + aim, 6)
+
+
+def answered(row: dict) -> bool:
+    return bool(row.get("raw_response")) and row.get("parse_status") not in NO_ANSWER
+
+
 def _outcome(row: dict) -> dict:
-    return {"score": physics_score(row), "parse_status": row["parse_status"],
+    return {"score": fine_score(row), "parse_status": row["parse_status"],
             **{k: bool(row[k]) for k in ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot")}}
 
 
 def _pair(scenario: dict, chosen_text: str, rejected_text: str, chosen: dict, rejected: dict, source: str,
           chosen_model: str, rejected_model: str) -> dict:
-    cs, rs = physics_score(chosen), physics_score(rejected)
+    cs, rs = fine_score(chosen), fine_score(rejected)
     return {
         "prompt": scenario["prompt"],
         "chosen": [{"role": "assistant", "content": chosen_text}],
@@ -41,7 +70,7 @@ def _pair(scenario: dict, chosen_text: str, rejected_text: str, chosen: dict, re
 def _llm_rows(traces: Iterable[dict]) -> dict[str, list[dict]]:
     by: dict[str, list[dict]] = {}
     for r in traces:
-        if r["player_kind"] == "llm":
+        if r["player_kind"] == "llm" and answered(r):
             by.setdefault(r["scenario_id"], []).append(r)
     return by
 
@@ -65,7 +94,7 @@ def oracle_pairs(scenarios: Sequence[dict], traces: Sequence[dict]) -> list[dict
 
 
 def on_policy_pairs(scenarios: Sequence[dict], traces: Sequence[dict]) -> list[dict]:
-    """Best against worst of a model's own samples, where their scores differ."""
+    """Best against worst of a model's own samples, where their fine scores differ."""
     llm = _llm_rows(traces)
     out = []
     for s in scenarios:
@@ -74,9 +103,9 @@ def on_policy_pairs(scenarios: Sequence[dict], traces: Sequence[dict]) -> list[d
             by_player.setdefault(r["player"], []).append(r)
         for player, rows in sorted(by_player.items()):
             rows = sorted(rows, key=lambda r: r["sample"])
-            best = max(rows, key=physics_score)  # first of the best, by sample order
-            worst = min(rows, key=physics_score)
-            if physics_score(best) > physics_score(worst):
+            best = max(rows, key=fine_score)  # first of the best, by sample order
+            worst = min(rows, key=fine_score)
+            if fine_score(best) > fine_score(worst):
                 model = best["model"] or player
                 out.append(_pair(s, best["raw_response"] or "", worst["raw_response"] or "", best, worst,
                                  "on-policy", model, model))
