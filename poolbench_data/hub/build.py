@@ -15,16 +15,19 @@ from poolbench_data.players.play import run_baselines
 from poolbench_data.boards.generate import iter_scenarios
 
 EVAL_SPLIT, TRAIN_SPLIT = "test", "train"
+MAX_SEED = 2**63 - 1  # base_seed is an int64 column: checked before simulating, not at the flush
 
 
 def check_split_seeds(eval_seed: int, train_seed: int) -> None:
-    """Training scenarios must never share a base seed with the evaluation set."""
+    """Training scenarios must never share a base seed with the evaluation set,
+    and both seeds must fit the dataset's int64 column."""
     if eval_seed == train_seed:
         raise ValueError(f"train_seed={train_seed} equals eval_seed: training scenarios would leak the "
                          f"evaluation boards; choose a different train_seed")
     for name, seed in (("eval_seed", eval_seed), ("train_seed", train_seed)):
-        if seed < 0:
-            raise ValueError(f"{name}={seed} must be >= 0")
+        if not 0 <= seed <= MAX_SEED:
+            raise ValueError(f"--{name} {seed} is outside [0, 2**63-1] (the dataset stores it as int64); "
+                             f"choose a seed in that range")
 
 
 def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n: int = 0, train_seed: int = 1,
