@@ -23,3 +23,10 @@ def test_paired_counts_and_mcnemar():
 def test_mismatched_shots_are_refused():
     with pytest.raises(ValueError, match="same --seed"):
         compare([_row("a", 1, 0)], [_row("b", 1, 0)])
+
+
+def test_same_shot_on_different_boards_or_twice_is_refused():
+    with pytest.raises(ValueError, match="different boards for scenario 'a'"):
+        compare([{**_row("a", 1, 0), "category": "open"}], [{**_row("a", 1, 0), "category": "sparse"}])
+    with pytest.raises(ValueError, match="two rows for scenario 'a' sample 0"):
+        compare([_row("a", 1, 0), _row("a", 0, 0)], [_row("a", 1, 0)])

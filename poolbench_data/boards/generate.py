@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from itertools import islice
 
 import numpy as np
 
 from poolbench_data.core.geometry import nearest
 from poolbench_data.boards.categories import CHECKS, CROWD_RADIUS, SPARSE_MIN_GAP, SPIN_MAX_GAP
-from poolbench_data.core.records import CATEGORIES, CUE, EIGHT, SOLIDS, STRIPES, InvalidScenario, Scenario
+from poolbench_data.core.records import (CATEGORIES, CUE, EIGHT, MAX_SEED, SOLIDS, STRIPES, InvalidScenario,
+                                         Scenario)
 from poolbench_data.core.table import geometry
 from poolbench_data.core.validation import placement_problem
 
@@ -28,15 +30,44 @@ GAP = 0.002  # keep balls 2 mm apart: touching balls collide at t = 0
 
 
 def category_sequence(n: int) -> list[str]:
+    """The first n categories of `iter_categories`."""
+    return list(islice(iter_categories(), n))
+
+
+def iter_categories(start: int = 0) -> Iterator[str]:
     """Sainte-Lague apportionment, one seat at a time: every prefix is a
-    proportional split of the paper's 8/8/8/7/7/6/6, and exact at N = 50."""
-    counts = dict.fromkeys(CATEGORIES, 0)
-    seq = []
-    for _ in range(n):
-        c = max(CATEGORIES, key=lambda c: (PAPER_COUNTS[c] / (2 * counts[c] + 1), -CATEGORIES.index(c)))
+    proportional split of the paper's 8/8/8/7/7/6/6, and exact at N = 50.
+    Streamed from seat `start` on, so a huge N or a late start costs nothing
+    up front."""
+    counts = _counts_after(start)
+    while True:
+        c = max(CATEGORIES, key=lambda c: _priority(c, counts[c]))
         counts[c] += 1
-        seq.append(c)
-    return seq
+        yield c
+
+
+def _priority(category: str, seats: int) -> tuple[float, int]:
+    """Who gets the next seat: the highest quotient, ties to the earlier category."""
+    return PAPER_COUNTS[category] / (2 * seats + 1), -CATEGORIES.index(category)
+
+
+def _counts_after(k: int) -> dict[str, int]:
+    """Seats per category after k seats, without walking them. Each
+    category's priorities fall with its seats, so the first k seats are the
+    k highest priorities over all (category, seat): start from the
+    proportional floor and swap seats until every given one outranks every
+    one not given."""
+    total = sum(PAPER_COUNTS.values())
+    counts = {c: k * PAPER_COUNTS[c] // total for c in CATEGORIES}
+    for _ in range(k - sum(counts.values())):  # fewer than 7 left by the floors
+        counts[max(CATEGORIES, key=lambda c: _priority(c, counts[c]))] += 1
+    while True:
+        worst = min((c for c in CATEGORIES if counts[c]), key=lambda c: _priority(c, counts[c] - 1), default=None)
+        best = max(CATEGORIES, key=lambda c: _priority(c, counts[c]))
+        if worst is None or _priority(worst, counts[worst] - 1) >= _priority(best, counts[best]):
+            return counts
+        counts[worst] -= 1
+        counts[best] += 1
 
 
 def scenario_seed(base_seed: int, k: int) -> int:
@@ -53,13 +84,14 @@ def generate(n: int = DEFAULT_N, base_seed: int = DEFAULT_SEED, start: int = 0) 
 
 
 def iter_scenarios(n: int = DEFAULT_N, base_seed: int = DEFAULT_SEED, start: int = 0) -> Iterator[Scenario]:
+    """Scenarios start .. start + n - 1, generated lazily; the arguments are
+    checked at the call, before the first board."""
     if n < 0 or start < 0:
         raise ValueError(f"n={n} and start={start} must be >= 0")
-    if base_seed < 0:
-        raise ValueError(f"base_seed={base_seed} must be >= 0")
-    cats = category_sequence(start + n)
-    for k in range(start, start + n):
-        yield generate_scenario(cats[k], scenario_seed(base_seed, k), scenario_id(base_seed, k))
+    if not 0 <= base_seed <= MAX_SEED:
+        raise ValueError(f"base_seed={base_seed} must be in [0, 2**63 - 1]")
+    return (generate_scenario(c, scenario_seed(base_seed, k), scenario_id(base_seed, k))
+            for k, c in zip(range(start, start + n), iter_categories(start)))
 
 
 def generate_scenario(category: str, seed: int, id: str) -> Scenario:

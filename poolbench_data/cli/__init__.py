@@ -36,16 +36,30 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_common(args) -> None:
+    """The flags several commands share, checked before any command starts work."""
+    from poolbench_data.cli.args import check_at_least, check_seed
+
+    if hasattr(args, "n"):
+        check_at_least("--n", args.n, 1)
+    if hasattr(args, "seed"):
+        check_seed("--seed", args.seed)
+    if hasattr(args, "workers"):
+        from poolbench_data.players.pool import resolve_workers
+
+        resolve_workers(args.workers)
+
+
 def main(argv=None) -> int:
     from poolbench_data.cli.args import run_main
 
-    p = build_parser()
-    args = p.parse_args(argv)
-    if getattr(args, "n", 1) < 1:
-        p.error(f"--n must be >= 1 (got {args.n})")
-    if getattr(args, "seed", 0) < 0:
-        p.error(f"--seed must be >= 0 (got {args.seed})")
-    return run_main(lambda: args.fn(args))
+    args = build_parser().parse_args(argv)
+
+    def command():
+        check_common(args)
+        return args.fn(args)
+
+    return run_main(command)
 
 
 if __name__ == "__main__":

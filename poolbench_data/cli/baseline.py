@@ -10,13 +10,13 @@ from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
 
 def add_arguments(p) -> None:
     from poolbench_data.players import BASELINES, DEFAULT_BASELINES
-    from poolbench_data.players.pool import default_workers
 
     p.add_argument("--n", type=int, default=DEFAULT_N, help="number of scenarios (default: the paper's 50)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="base seed (default: the evaluation set)")
     p.add_argument("--players", default=",".join(DEFAULT_BASELINES),
                    help=f"comma-separated baselines: {', '.join(BASELINES)}")
-    p.add_argument("--workers", type=int, default=default_workers(), help="worker processes")
+    p.add_argument("--workers", type=int, default=0,
+                   help="worker processes (0: one per core; more than the cores is capped there)")
     p.add_argument("--out", default="results/baselines.json", help="JSON results path ('' to skip)")
     p.add_argument("--no_label", action="store_true", help="skip straight-pottability labels")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -24,14 +24,18 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from poolbench_data.boards.generate import iter_scenarios
+    from poolbench_data.cli.args import check_output_file
     from poolbench_data.players import check_players
     from poolbench_data.players.play import run_baselines
+    from poolbench_data.players.pool import resolve_workers
     from poolbench_data.report.provenance import provenance
     from poolbench_data.report.tables import format_categories, format_table, pottable_summary, summarize
 
     names = check_players(args.players.split(","))
+    workers = resolve_workers(args.workers)
+    path = check_output_file(args.out) if args.out else None
     t0 = time.perf_counter()
-    runs = list(run_baselines(iter_scenarios(args.n, args.seed), names, workers=args.workers,
+    runs = list(run_baselines(iter_scenarios(args.n, args.seed), names, workers=workers,
                               label=not args.no_label, total=args.n, progress=not args.quiet))
     elapsed = time.perf_counter() - t0
     records = [r for run in runs for r in run.records]
@@ -41,7 +45,7 @@ def run(args) -> int:
     print()
     print(format_categories(summary))
     out = {"summary": summary, "elapsed_s": elapsed,
-           "provenance": provenance(n=args.n, seed=args.seed, players=names, workers=args.workers)}
+           "provenance": provenance(n=args.n, seed=args.seed, players=names, workers=workers)}
     if not args.no_label:
         pot = pottable_summary(runs)
         out["pottability"] = pot
@@ -57,11 +61,8 @@ def run(args) -> int:
         s = summary["oracle"]["sims"]
         print(f"Oracle simulations per decision: median {s['median']:.0f}, p90 {s['p90']:.0f}, max {s['max']} "
               f"(grid allows 120)")
-    print(f"{args.n} scenarios in {elapsed:.1f} s with {args.workers} worker(s)")
-    if args.out:
-        from pathlib import Path
-
-        path = Path(args.out)
+    print(f"{args.n} scenarios in {elapsed:.1f} s with {workers} worker(s)")
+    if path is not None:
         path.write_text(json.dumps(out, indent=2, sort_keys=True))
         print(f"results saved to {path}")
     return 0

@@ -96,12 +96,18 @@ def simulate(scenario: Scenario, shot: Shot, *, max_events: int = MAX_EVENTS,
     try:
         shot = shot.validated()
     except InvalidShot as e:
-        return ShotResult("error", (), None, (), (), (), f"invalid shot ({e.reason}): {e}")
+        return _error(f"invalid shot ({e.reason}): {e}")
+    except Exception as e:  # not a Shot at all: still a result, not a crash
+        return _error(f"invalid shot: {type(e).__name__}: {e}")
     try:
         system = build_system(scenario, shot)
         status = _run(system, max_events, timeout_s)
+        message = {"event-limit": f"stopped after {max_events} events",
+                   "timeout": f"stopped after {timeout_s} s wall clock"}.get(status, "")
+        return result_from_system(system, status, message)
     except Exception as e:  # a simulator crash is data, not a reason to stop a run
-        return ShotResult("error", (), None, (), (), (), f"{type(e).__name__}: {e}")
-    message = {"event-limit": f"stopped after {max_events} events",
-               "timeout": f"stopped after {timeout_s} s wall clock"}.get(status, "")
-    return result_from_system(system, status, message)
+        return _error(f"{type(e).__name__}: {e}")
+
+
+def _error(message: str) -> ShotResult:
+    return ShotResult("error", (), None, (), (), (), message)

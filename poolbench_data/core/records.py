@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from dataclasses import dataclass, field
 
-from poolbench_data.core.validation import validate_positions
+from poolbench_data.core.validation import coordinates, playable_problem, show, validate_positions
 from poolbench_data.core.vocab import (  # noqa: F401 - re-exported: records and their vocabulary
     CUE,
     SOLIDS,
@@ -28,6 +29,7 @@ from poolbench_data.core.vocab import (  # noqa: F401 - re-exported: records and
     SPIN_RANGE,
     THETA_RANGE,
     DEFAULT_B,
+    MAX_SEED,
     group_of,
     InvalidScenario,
     InvalidShot,
@@ -45,12 +47,40 @@ class BallPos:
         return group_of(self.id)
 
 
+_ORDER = {b: i for i, b in enumerate(CANONICAL_ORDER)}
+
+
 @dataclass(frozen=True)
 class Scenario:
+    """A validated board: constructing one any way (create, from_row, the
+    constructor, dataclasses.replace) runs the same checks, so a layout that
+    pooltool would simulate as nonsense cannot exist."""
+
     id: str
     category: str
     seed: int
     balls: tuple[BallPos, ...]  # canonical order, cue first
+
+    def __post_init__(self):
+        if not isinstance(self.id, str):
+            raise InvalidScenario(f"scenario 'id' must be a string such as 'pb0-000001', got {show(self.id)}")
+        where = f"scenario {self.id!r}"
+        if not isinstance(self.category, str) or self.category not in CATEGORIES:
+            raise InvalidScenario(f"{where}: unknown category {show(self.category)}; use one of {', '.join(CATEGORIES)}")
+        _check_seed(self.seed, where)
+        if not isinstance(self.balls, tuple) or not all(isinstance(b, BallPos) for b in self.balls):
+            raise InvalidScenario(f"{where}: 'balls' must be a tuple of BallPos, got {show(self.balls)}; "
+                                  f"build scenarios with Scenario.create")
+        positions: dict = {}
+        for b in self.balls:
+            coordinates(b.id, (b.x, b.y), where)  # an unhashable or unknown id stops here
+            if b.id in positions:
+                raise InvalidScenario(f"{where}: ball {b.id!r} appears twice; list each ball once")
+            positions[b.id] = (b.x, b.y)
+        validate_positions(positions, where)
+        if [b.id for b in self.balls] != sorted(positions, key=_ORDER.__getitem__):
+            raise InvalidScenario(f"{where}: balls must be in canonical order (cue, then '1'..'15'); "
+                                  f"build scenarios with Scenario.create")
 
     @property
     def cue(self) -> BallPos:
@@ -75,17 +105,21 @@ class Scenario:
 
         return self.ball(nearest(self.cue.x, self.cue.y, {b.id: (b.x, b.y) for b in self.own()}))
 
+    def playable_problem(self) -> str | None:
+        """Why the benchmark's players cannot play this board (no solid, no 8), or None."""
+        return playable_problem((b.id for b in self.balls), f"scenario {self.id!r}")
+
     @staticmethod
     def create(id: str, category: str, seed: int, positions: dict[str, tuple[float, float]]) -> Scenario:
         """Build and validate a scenario from {ball id: (x, y)}."""
-        validate_positions(positions, where=f"scenario {id!r}")
-        order = {b: i for i, b in enumerate(CANONICAL_ORDER)}
-        balls = tuple(
-            BallPos(b, float(x), float(y)) for b, (x, y) in sorted(positions.items(), key=lambda kv: order[kv[0]])
-        )
-        if category not in CATEGORIES:
-            raise InvalidScenario(f"scenario {id!r}: unknown category {category!r}; use one of {', '.join(CATEGORIES)}")
-        return Scenario(id=id, category=category, seed=int(seed), balls=balls)
+        where = f"scenario {show(id)}"
+        if not isinstance(positions, dict):
+            raise InvalidScenario(f"{where}: positions must be a dict {{ball id: (x, y)}}, got {show(positions)}")
+        if CUE not in positions:
+            raise InvalidScenario(f"{where}: missing cue ball; add a ball with id 'cue'")
+        xy = {b: coordinates(b, p, where) for b, p in positions.items()}
+        balls = tuple(BallPos(b, float(x), float(y)) for b, (x, y) in sorted(xy.items(), key=lambda kv: _ORDER[kv[0]]))
+        return Scenario(id=id, category=category, seed=_seed(seed, where), balls=balls)
 
     def to_row(self) -> dict:
         return {
@@ -98,18 +132,36 @@ class Scenario:
 
     @staticmethod
     def from_row(row: dict) -> Scenario:
+        """A dataset row or JSON object; a malformed field is an InvalidScenario
+        naming it, and the board must be playable (a solid and the 8)."""
+        if not isinstance(row, dict):
+            raise InvalidScenario(f"a scenario row must be an object with fields id, category, seed, cue_ball, "
+                                  f"balls; got {show(row)}")
         for key in ("id", "category", "seed", "cue_ball", "balls"):
             if key not in row:
                 raise InvalidScenario(f"scenario row is missing field {key!r}")
-        cue = row["cue_ball"]
-        if cue is None:
-            raise InvalidScenario(f"scenario {row['id']!r}: field 'cue_ball' is empty; give the cue ball's x and y")
-        positions: dict[str, tuple[float, float]] = {CUE: (cue["x"], cue["y"])}
-        for b in row["balls"]:
-            if b["id"] in positions:
-                raise InvalidScenario(f"scenario {row['id']!r}: ball {b['id']!r} appears twice; list each ball once")
-            positions[str(b["id"])] = (b["x"], b["y"])
-        return Scenario.create(row["id"], row["category"], row["seed"], positions)
+        where = f"scenario {show(row['id'])}"
+        if row["cue_ball"] is None:
+            raise InvalidScenario(f"{where}: field 'cue_ball' is empty; give the cue ball's x and y")
+        positions = {CUE: _xy(row["cue_ball"], where, "field 'cue_ball'")}
+        balls = row["balls"]
+        if not isinstance(balls, list):
+            raise InvalidScenario(f"{where}: field 'balls' must be a list of {{\"id\", \"x\", \"y\"}} objects, "
+                                  f"got {show(balls)}")
+        for i, b in enumerate(balls):
+            if not isinstance(b, dict):
+                raise InvalidScenario(f"{where}: balls[{i}] must be an object {{\"id\", \"x\", \"y\"}}, got {show(b)}")
+            if "id" not in b:
+                raise InvalidScenario(f"{where}: balls[{i}] is missing field 'id'")
+            bid = _ball_id(b["id"], f"{where}: balls[{i}]")
+            if bid in positions:
+                raise InvalidScenario(f"{where}: ball {bid!r} appears twice; list each ball once")
+            positions[bid] = _xy(b, where, f"ball {bid!r}")
+        scenario = Scenario.create(row["id"], row["category"], row["seed"], positions)
+        problem = scenario.playable_problem()
+        if problem:
+            raise InvalidScenario(problem)
+        return scenario
 
     def to_json(self) -> str:
         return json.dumps(self.to_row(), sort_keys=True)
@@ -118,13 +170,53 @@ class Scenario:
     def from_json(text: str) -> Scenario:
         try:
             row = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InvalidScenario(f"scenario JSON does not parse: {e}") from None
+        except RecursionError:
+            raise InvalidScenario("scenario JSON is nested too deeply; give one object with id, category, seed, "
+                                  "cue_ball, balls") from None
+        except (ValueError, TypeError) as e:  # ValueError: bad JSON, or an integer over Python's digit limit
+            raise InvalidScenario(f"scenario JSON does not parse: {show(str(e))}") from None
         if not isinstance(row, dict):
             raise InvalidScenario("scenario JSON must be an object with id, category, seed, cue_ball, balls")
         if "cue_ball" not in row:
-            raise InvalidScenario(f"scenario {row.get('id')!r}: missing cue ball; add \"cue_ball\": {{\"x\": .., \"y\": ..}}")
+            raise InvalidScenario(f"scenario {show(row.get('id'))}: missing cue ball; add \"cue_ball\": {{\"x\": .., \"y\": ..}}")
         return Scenario.from_row(row)
+
+
+def _check_seed(seed, where: str) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise InvalidScenario(_seed_problem(seed, where))
+
+
+def _seed_problem(seed, where: str) -> str:
+    return f"{where}: 'seed' must be an integer in [0, 2**63 - 1], got {show(seed)}"
+
+
+def _seed(seed, where: str) -> int:
+    """A Python int from any integer seed (numpy's too); anything else is refused."""
+    if not isinstance(seed, bool):
+        try:
+            return operator.index(seed)
+        except TypeError:
+            pass
+    raise InvalidScenario(_seed_problem(seed, where))
+
+
+def _ball_id(value, where: str) -> str:
+    # Hand-written JSON often numbers the balls: 2 and "2" are the same ball.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    raise InvalidScenario(f"{where} field 'id' must be a ball number such as \"1\", got {show(value)}")
+
+
+def _xy(obj, where: str, what: str) -> tuple:
+    if not isinstance(obj, dict):
+        raise InvalidScenario(f"{where}: {what} must be an object {{\"x\": .., \"y\": ..}}, got {show(obj)}")
+    for key in ("x", "y"):
+        if key not in obj:
+            raise InvalidScenario(f"{where}: {what} is missing field {key!r}")
+    return obj["x"], obj["y"]
 
 
 @dataclass(frozen=True)
@@ -146,11 +238,15 @@ class Shot:
                              ("b", *SPIN_RANGE), ("theta", *THETA_RANGE)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise InvalidShot("non-numeric", f"shot field {name}={v!r} is not a number")
-            if not math.isfinite(v):
+                raise InvalidShot("non-numeric", f"shot field {name}={show(v)} is not a number")
+            try:
+                finite = math.isfinite(v)
+            except OverflowError:  # an int beyond any float is finite, just far out of range
+                finite = True
+            if not finite:
                 raise InvalidShot("non-finite", f"shot field {name}={v!r} is not finite; give a real number in [{lo}, {hi}]")
             if not lo <= v <= hi:
-                raise InvalidShot("out-of-range", f"shot field {name}={v!r} is outside [{lo}, {hi}]")
+                raise InvalidShot("out-of-range", f"shot field {name}={show(v)} is outside [{lo}, {hi}]")
         phi = float(self.phi) % 360.0
         return Shot(phi, float(self.V0), float(self.a), float(self.b), float(self.theta),
                     self.target_ball, self.target_pocket)

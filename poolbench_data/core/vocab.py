@@ -21,6 +21,7 @@ V0_RANGE = (2.0, 12.0)
 SPIN_RANGE = (-0.5, 0.5)
 THETA_RANGE = (0.0, 60.0)
 DEFAULT_B = 0.25  # the paper's small top spin for every player
+MAX_SEED = 2**63 - 1  # seeds are stored in int64 dataset columns
 
 
 def group_of(ball_id: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from poolbench_data.core.vocab import MAX_SEED  # base_seed is an int64 column: checked before simulating
 from poolbench_data.hub.card import write_card
 from poolbench_data.hub.folder import ShardWriter, staged_folder, write_provenance
 from poolbench_data.hub.rows import baseline_trace_rows, scenario_row
@@ -15,7 +16,6 @@ from poolbench_data.players.play import run_baselines
 from poolbench_data.boards.generate import iter_scenarios
 
 EVAL_SPLIT, TRAIN_SPLIT = "test", "train"
-MAX_SEED = 2**63 - 1  # base_seed is an int64 column: checked before simulating, not at the flush
 
 
 def check_split_seeds(eval_seed: int, train_seed: int) -> None:

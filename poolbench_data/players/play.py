@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from poolbench_data.boards.pottable import Pottability, straight_pottable
 from poolbench_data.core.physics import simulate
-from poolbench_data.core.records import Metrics, Scenario, Shot, ShotResult
+from poolbench_data.core.records import InvalidScenario, Metrics, Scenario, Shot, ShotResult
 from poolbench_data.core.scoring import score, score_not_fired
 from poolbench_data.players import BASELINES, check_players
-from poolbench_data.players.pool import imap_bounded
+from poolbench_data.players.pool import imap_bounded, resolve_workers
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ def play_shot(scenario: Scenario, shot: Shot | None, *, player: str, kind: str, 
 
 
 def play_baselines(scenario: Scenario, names: Sequence[str]) -> tuple[ShotRecord, ...]:
+    problem = scenario.playable_problem()
+    if problem:  # the baselines aim at the nearest solid: refuse, naming the fix, rather than crash
+        raise InvalidScenario(problem)
     records = []
     for name in names:
         kind, decide = BASELINES[name]
@@ -82,11 +85,16 @@ def _task(args):
 
 def run_baselines(scenarios: Iterable[Scenario], names: Sequence[str], *, workers: int = 1, label: bool = True,
                   total: int | None = None, progress: bool = True) -> Iterator[ScenarioRun]:
-    """Yield one ScenarioRun per scenario, in input order."""
+    """Yield one ScenarioRun per scenario, in input order. Players and
+    --workers (0: one per core) are checked now, before any board is played."""
+    check_players(names)
+    return _run_baselines(scenarios, tuple(names), resolve_workers(workers), label, total, progress)
+
+
+def _run_baselines(scenarios, names, workers, label, total, progress) -> Iterator[ScenarioRun]:
     from tqdm.auto import tqdm
 
-    check_players(names)
-    tasks = ((s, tuple(names), label) for s in scenarios)
+    tasks = ((s, names, label) for s in scenarios)
     bar = tqdm(total=total, desc="baselines", unit="scenario", disable=not progress)
     if workers <= 1:
         for t in tasks:

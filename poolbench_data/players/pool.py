@@ -1,18 +1,54 @@
 """An ordered process pool that streams: bounded memory at any N.
 
-pooltool is pure Python plus numba; processes scale, threads do not.
+pooltool is pure Python plus numba; processes scale, threads do not. Each
+worker holds ~350 MB, so there are never more workers than cores, and a worker
+ends when its parent does (a killed builder must not leave them behind).
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
+PARENT_POLL_S = 0.2
 
-def _init_worker():
+
+def cores() -> int:
+    """The cores this process may run on (its affinity mask, as taskset and
+    container CPU sets restrict it), not the machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def resolve_workers(requested: int) -> int:
+    """--workers as every command reads it: 0 = one per core; more than the
+    cores only adds memory, so it is capped there."""
+    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 0:
+        raise ValueError(f"--workers must be >= 0 (0: one per core), got {requested!r}")
+    return min(requested, cores()) if requested else cores()
+
+
+def default_workers() -> int:
+    return resolve_workers(0)
+
+
+def _exit_with_parent(parent: int) -> None:
+    # A worker blocks on a queue whose write end it holds itself, so it never
+    # sees its parent die. Polling getppid() survives SIGKILL of the parent
+    # (PR_SET_PDEATHSIG would fire when the *thread* that spawned us ends).
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+def _init_worker(parent: int):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    threading.Thread(target=_exit_with_parent, args=(parent,), name="exit-with-parent", daemon=True).start()
 
 
 def imap_bounded(fn, items: Iterable, workers: int, in_flight: int = 4) -> Iterator:
@@ -21,7 +57,8 @@ def imap_bounded(fn, items: Iterable, workers: int, in_flight: int = 4) -> Itera
     spawn: a forked child would inherit tqdm's monitor thread and locks."""
     from collections import deque
 
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker) as ex:
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                             initargs=(os.getpid(),)) as ex:
         queue: deque = deque()
         for item in items:
             queue.append(ex.submit(fn, item))
@@ -29,7 +66,3 @@ def imap_bounded(fn, items: Iterable, workers: int, in_flight: int = 4) -> Itera
                 yield queue.popleft().result()
         while queue:
             yield queue.popleft().result()
-
-
-def default_workers() -> int:
-    return max(1, min(os.cpu_count() or 1, 8))

@@ -12,18 +12,83 @@ from poolbench_data.report.stats import mcnemar_exact, wilson
 METRICS = (("legal_contact", "Contact"), ("own_potted", "Potted"), ("clean_pot", "Clean pot"), ("foul", "Foul"))
 
 
+FIX = "pass the llm_traces.jsonl of a `poolbench eval` run"
+FIELDS = ("scenario_id", "sample", "parse_status") + tuple(m for m, _ in METRICS)
+
+
 def load_traces(path: Path) -> list[dict]:
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """The rows of an llm_traces.jsonl. A file that is not one is an error
+    naming the file, the line and the fix (an empty file is no rows)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist or is not a file; {FIX}")
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except (ValueError, RecursionError):
+                raise ValueError(f"{path}: line {i} is not JSON; {FIX}") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}: line {i} is not a JSON object; {FIX}")
+            rows.append(row)
+    return rows
 
 
-def compare(before: Sequence[dict], after: Sequence[dict]) -> dict:
-    b = {(r["scenario_id"], r["sample"]): r for r in before}
-    a = {(r["scenario_id"], r["sample"]): r for r in after}
+def one_player(rows: Sequence[dict], where: str, player: str | None = None) -> list[dict]:
+    """The rows of one player: `player`, or the only one in the file. Two
+    players' rows would pair up by whichever line came last."""
+    if not rows:
+        raise ValueError(f"{where} is empty; {FIX}")
+    for i, r in enumerate(rows, 1):
+        missing = next((f for f in FIELDS if f not in r), None)
+        if missing:
+            raise ValueError(f"{where}: row {i} lacks field {missing!r}; {FIX}")
+    players = sorted({str(r.get("player")) for r in rows})
+    if player is None:
+        if len(players) > 1:
+            raise ValueError(f"{where} holds rows of {len(players)} players ({', '.join(map(repr, players))}); "
+                             f"pick one with --player NAME")
+        return list(rows)
+    picked = [r for r in rows if r.get("player") == player]
+    if not picked:
+        raise ValueError(f"{where} has no rows of player {player!r}; its players: {', '.join(map(repr, players))}; "
+                         f"pass one of them to --player")
+    return picked
+
+
+def _by_shot(rows: Sequence[dict], where: str) -> dict:
+    out: dict = {}
+    for r in rows:
+        key = (r["scenario_id"], r["sample"])
+        if key in out:
+            raise ValueError(f"{where} has two rows for scenario {key[0]!r} sample {key[1]!r}; "
+                             f"keep one row per shot (one player, one run)")
+        out[key] = r
+    return out
+
+
+def compare_files(before: Path, after: Path, player: str | None = None) -> dict:
+    """compare() on two llm_traces.jsonl files, each narrowed to one player."""
+    rows = [one_player(load_traces(p), str(p), player) for p in (before, after)]
+    return compare(*rows, names=(str(before), str(after)))
+
+
+def compare(before: Sequence[dict], after: Sequence[dict], names: tuple[str, str] = ("before", "after")) -> dict:
+    b, a = _by_shot(before, names[0]), _by_shot(after, names[1])
+    if not b and not a:
+        raise ValueError("no shots to compare; pass two non-empty llm_traces.jsonl files")
     if set(b) != set(a):
         raise ValueError(f"before and after cover different shots ({len(set(b) ^ set(a))} differ); "
                          f"evaluate both on the same --seed, --n and --samples")
-    keys = sorted(b)
+    keys = list(b)
+    moved = next((k for k in keys if b[k].get("category") != a[k].get("category")), None)
+    if moved:
+        raise ValueError(f"before and after hold different boards for scenario {moved[0]!r} (category "
+                         f"{b[moved].get('category')!r} vs {a[moved].get('category')!r}); evaluate both on the "
+                         f"same --seed")
     out = {"n": len(keys), "parse_ok": {"before": sum(b[k]["parse_status"] == "ok" for k in keys),
                                         "after": sum(a[k]["parse_status"] == "ok" for k in keys)}}
     for m, _ in METRICS:
