@@ -1,83 +1,346 @@
-"""The closed loop, one command: evaluate -> pairs -> DPO -> re-evaluate -> compare.
+"""The closed loop, one command: evaluate -> SFT -> sample -> pairs -> DPO -> evaluate -> compare.
 
-    .venv/bin/python training/loop.py                       # embedded SmolLM2 on CPU (the pilot)
-    .venv/bin/python training/loop.py --recipe training/recipes/llama-3.1-8b-gpu.yaml --model /models/llama
+    .venv/bin/python training/loop.py                       # the CPU pilot: embedded SmolLM2-135M
+    .venv/bin/python training/loop.py --stages after,compare --work_dir runs/loop
+    .venv/bin/python training/loop.py --model /models/llama --sft_recipe training/recipes/sft-llama-3.1-8b-gpu.yaml \
+        --dpo_recipe training/recipes/llama-3.1-8b-gpu.yaml --train_n 5000 --sft_examples 0
 
-Steps (each a command you can also run by hand; outputs under --work_dir):
- 1. before: `poolbench eval` on the held-out test boards (seed 0)
- 2. dataset: builders/build_dataset.py with a train split from another seed
- 3. samples: `poolbench eval --split train --dataset_dir ...` (n samples per board)
- 4. pairs:   builders/build_pairs.py
- 5. train:   training/dpo.py --config RECIPE (LoRA; adapter + merged model)
- 6. after:   `poolbench eval --model <merged>` on the same test boards
- 7. compare: Table 1 side by side, exact McNemar on contact and potting
-A step whose output exists is skipped, so an interrupted loop resumes.
+Stages (each a command you can also run by hand; outputs under --work_dir; a
+stage whose output exists is skipped, so an interrupted loop resumes, and
+--stages runs a subset):
+  before    `poolbench eval` of the starting model on the held-out test boards (seed 0)
+  dataset   builders/build_dataset.py: test split + a train split from --train_seed (Oracle traces)
+  sft_data  builders/build_sft.py: Oracle demonstrations from the train split
+  sft       training/sft.py (warm start), checkpoints every --sft_eval_every examples
+  scaling   `poolbench eval` of SFT checkpoints on the test boards: the supervised-budget table
+  samples   the SFT model on --sample_n train boards, --samples responses each (free text)
+  pairs     builders/build_pairs.py: on-policy (fine physics score) and Oracle-vs-model pairs
+  dpo       training/dpo.py from the SFT model (so the reference is the SFT model)
+  after     `poolbench eval` of the DPO model on the same test boards
+  compare   before/after with exact McNemar; Random and the Heuristic on the same boards;
+            writes WORK_DIR/pilot.json (and --results_json, if given)
 """
 
 from __future__ import annotations
 
+import json
+import platform
+import shlex
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+STAGES = ("before", "dataset", "sft_data", "sft", "scaling", "samples", "pairs", "dpo", "after", "compare")
 
 
 @dataclass
 class LoopArguments:
-    """Run the PoolBench DPO loop end to end."""
+    """Run the PoolBench training loop end to end (resumable, stage by stage)."""
 
-    model: str = field(default="", metadata={"help": "Model folder or Hub id ('' = the embedded SmolLM2)."})
-    recipe: str = field(default="training/recipes/smollm2-135m-cpu.yaml", metadata={"help": "DPO recipe YAML."})
-    work_dir: str = field(default="runs/loop", metadata={"help": "Where every step writes."})
+    model: str = field(default="", metadata={"help": "Starting model folder or Hub id ('' = the embedded SmolLM2)."})
+    sft_recipe: str = field(default="training/recipes/sft-smollm2-135m-cpu.yaml", metadata={"help": "SFT recipe."})
+    dpo_recipe: str = field(default="training/recipes/smollm2-135m-cpu.yaml", metadata={"help": "DPO recipe."})
+    work_dir: str = field(default="runs/loop", metadata={"help": "Where every stage writes."})
+    stages: str = field(default=",".join(STAGES), metadata={"help": f"Comma-separated subset of {STAGES}."})
     eval_n: int = field(default=50, metadata={"help": "Held-out evaluation boards (seed 0)."})
-    train_n: int = field(default=40, metadata={"help": "Training boards (seed train_seed) sampled for pairs."})
-    train_seed: int = field(default=1, metadata={"help": "Base seed of the training boards."})
-    samples: int = field(default=2, metadata={"help": "Responses per training board (on-policy pairs need >= 2)."})
-    temperature: float = field(default=0.8, metadata={"help": "Sampling temperature on training boards."})
-    max_steps: int = field(default=10, metadata={"help": "DPO optimizer steps (overrides the recipe)."})
-    extra_dpo_args: str = field(default="", metadata={"help": "More training/dpo.py arguments, space-separated."})
+    train_n: int = field(default=400, metadata={"help": "Training boards (seed train_seed)."})
+    train_seed: int = field(default=1, metadata={"help": "Base seed of the training boards (never 0)."})
+    sft_examples: int = field(default=0, metadata={"help": "Demonstrations to train on (0 = all)."})
+    sft_epochs: float = field(default=1.0, metadata={"help": "Passes over the demonstrations."})
+    sft_eval_every: int = field(default=0, metadata={"help": "Evaluate an SFT checkpoint every N examples (0: none)."})
+    sample_n: int = field(default=60, metadata={"help": "Training boards the SFT model samples on."})
+    samples: int = field(default=4, metadata={"help": "Responses per sampled board (on-policy pairs need >= 2)."})
+    temperature: float = field(default=0.8, metadata={"help": "Sampling temperature on the training boards."})
+    dpo_steps: int = field(default=10, metadata={"help": "DPO optimizer steps (overrides the recipe)."})
+    # fp32: the CPU recipes merge the LoRA update into fp32 weights, and vLLM's
+    # dtype "auto" casts fp32 checkpoints to bf16, which rounds most of it away.
+    eval_model_args: str = field(default="dtype=float32,enforce_eager=True",
+                                 metadata={"help": "--model_args of every evaluation (the same for all models)."})
+    extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
+    extra_dpo_args: str = field(default="", metadata={"help": "More training/dpo.py arguments."})
+    results_json: str = field(default="", metadata={"help": "Also write the before/after JSON here."})
 
 
 def _run(cmd: list[str]) -> None:
-    print("+ " + " ".join(cmd), flush=True)
+    print("+ " + shlex.join(cmd), flush=True)
     subprocess.run(cmd, cwd=ROOT, check=True)
 
 
-def main(argv=None):
+class Loop:
+    def __init__(self, a: LoopArguments):
+        self.a = a
+        self.py = sys.executable
+        self.cli = [self.py, "-m", "poolbench_data.cli"]
+        self.work = Path(a.work_dir)
+        self.data = self.work / "dataset" / "poolbench"
+        self.sft_dir = self.work / "sft"
+        self.dpo_dir = self.work / "dpo"
+
+    def eval(self, name: str, model: str | None, *extra: str) -> None:
+        out = self.work / name
+        if (out / "llm_traces.jsonl").exists():
+            return
+        model_args = ["--model", model] if model else []
+        _run(self.cli + ["eval", *model_args, "--n", str(self.a.eval_n), "--name", name, "--out", str(out),
+                         "--model_args", self.a.eval_model_args, "--quiet", *extra])
+
+    def before(self):
+        self.eval("before", self.a.model or None)
+
+    def dataset(self):
+        if not (self.data / "README.md").exists():
+            _run([self.py, "builders/build_dataset.py", "--output_dir", str(self.data), "--eval_n", str(self.a.eval_n),
+                  "--train_n", str(self.a.train_n), "--train_seed", str(self.a.train_seed), "--players", "oracle"])
+
+    def sft_data(self):
+        if not (self.data / "data" / "sft").exists():
+            _run([self.py, "builders/build_sft.py", "--dataset_dir", str(self.data)])
+
+    def sft(self):
+        if (self.sft_dir / "merged").exists():
+            return
+        # One example per micro-batch: examples and optimizer steps convert by the accumulation.
+        accumulation = int(_override(self.a.extra_sft_args, "gradient_accumulation_steps")
+                           or _recipe_value(self.a.sft_recipe, "gradient_accumulation_steps", 1))
+        extra = ["--max_steps", str(max(1, self.a.sft_examples // accumulation))] if self.a.sft_examples else []
+        if self.a.sft_eval_every:
+            extra += ["--save_strategy", "steps", "--save_steps", str(max(1, self.a.sft_eval_every // accumulation)),
+                      "--save_total_limit", "100"]
+        _run([self.py, "training/sft.py", "--config", self.a.sft_recipe, "--dataset_name", str(self.data),
+              "--output_dir", str(self.sft_dir), "--num_train_epochs", str(self.a.sft_epochs), *extra,
+              *(["--model_name_or_path", self.a.model] if self.a.model else []), *self.a.extra_sft_args.split()])
+
+    def scaling(self):
+        """Each SFT checkpoint on the test boards, named by the examples it has seen."""
+        final = examples_seen(self.sft_dir) if (self.sft_dir / "trainer_state.json").exists() else None
+        for ckpt in sorted(self.sft_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
+            if examples_seen(ckpt) != final:  # the last checkpoint is the final model, evaluated as `sft`
+                self.eval(f"sft-{examples_seen(ckpt)}", str(servable(ckpt)))
+        self.eval("sft", str(self.sft_dir / "merged"))
+
+    def samples(self):
+        out = self.work / "samples"
+        if (out / "llm_traces.jsonl").exists():
+            return
+        _run(self.cli + ["eval", "--model", str(self.sft_dir / "merged"), "--n", str(self.a.sample_n), "--seed",
+                         str(self.a.train_seed), "--samples", str(self.a.samples), "--temperature",
+                         str(self.a.temperature), "--name", "policy", "--split", "train", "--model_args",
+                         self.a.eval_model_args, "--dataset_dir",
+                         str(self.data), "--out", str(out), "--boards", "0", "--quiet"])
+
+    def pairs(self):
+        if not (self.data / "data" / "pairs").exists():
+            _run([self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data)])
+
+    def dpo(self):
+        if not (self.dpo_dir / "merged").exists():
+            _run([self.py, "training/dpo.py", "--config", self.a.dpo_recipe, "--dataset_name", str(self.data),
+                  "--output_dir", str(self.dpo_dir), "--max_steps", str(self.a.dpo_steps), "--model_name_or_path",
+                  str(self.sft_dir / "merged"), *self.a.extra_dpo_args.split()])
+
+    def after(self):
+        self.eval("after", str(self.dpo_dir / "merged"))
+
+    def compare(self):
+        _run(self.cli + ["compare", str(self.work / "before" / "llm_traces.jsonl"),
+                         str(self.work / "after" / "llm_traces.jsonl"), "--out", str(self.work / "comparison.txt")])
+        result = pilot_result(self.work, self.data)
+        result["command"] = "python training/loop.py " + shlex.join(sys.argv[1:])
+        text = json.dumps(result, indent=2, sort_keys=True) + "\n"
+        (self.work / "pilot.json").write_text(text)
+        if self.a.results_json:
+            Path(self.a.results_json).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.a.results_json).write_text(text)
+        print(scaling_table(self.work))
+
+
+def _override(args: str, key: str) -> str | None:
+    words = args.split()
+    return words[words.index(f"--{key}") + 1] if f"--{key}" in words[:-1] else None
+
+
+def _recipe_value(recipe: str, key: str, default):
+    import yaml
+
+    return yaml.safe_load((ROOT / recipe).read_text()).get(key, default)
+
+
+def examples_seen(checkpoint: Path) -> int:
+    state = json.loads((checkpoint / "trainer_state.json").read_text())
+    return int(state["global_step"] * state.get("train_batch_size", 1) * _accumulation(checkpoint))
+
+
+def servable(checkpoint: Path) -> Path:
+    """A folder vLLM can load: the checkpoint itself, or its LoRA adapter merged."""
+    if not (checkpoint / "adapter_config.json").exists():
+        return checkpoint
+    merged = checkpoint / "merged"
+    if not merged.exists():
+        from peft import AutoPeftModelForCausalLM
+        from transformers import AutoTokenizer
+
+        model = AutoPeftModelForCausalLM.from_pretrained(checkpoint).merge_and_unload()
+        model.config.use_cache = True
+        model.save_pretrained(merged)
+        AutoTokenizer.from_pretrained(checkpoint).save_pretrained(merged)
+    return merged
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def player_stats(rows: list[dict]) -> dict:
+    """The pilot's per-player numbers from llm_traces.jsonl rows."""
+    from poolbench_data.report.stats import quantile
+
+    fired = [r for r in rows if r["sim_status"] not in ("not-fired", "error")]
+    errors = [abs(r["angle_error_deg"]) for r in fired if r["angle_error_deg"] is not None]
+    return {
+        "parseable": sum(r["parse_status"] == "ok" for r in rows),
+        **{m: sum(bool(r[m]) for r in rows) for m in ("legal_contact", "own_potted", "clean_pot", "foul")},
+        "median_abs_angle_error_deg": round(quantile(errors, 0.5), 2) if errors else None,
+        "distinct_aims": len({round(r["action"]["phi"]) % 360 for r in fired}),
+    }
+
+
+def pilot_result(work: Path, data: Path) -> dict:
+    """Before/after of the loop in the shape docs/results/pilot_*.json keeps."""
+    from poolbench_data.report.stats import mcnemar_exact
+
+    before, after = _rows(work / "before" / "llm_traces.jsonl"), _rows(work / "after" / "llm_traces.jsonl")
+    key = lambda r: (r["scenario_id"], r["sample"])  # noqa: E731
+    b, a = {key(r): r for r in before}, {key(r): r for r in after}
+    if set(b) != set(a):
+        raise ValueError("before and after cover different shots; evaluate both with the same --n and --seed")
+
+    def p(test) -> float:
+        return mcnemar_exact(sum(test(b[k]) and not test(a[k]) for k in b), sum(test(a[k]) and not test(b[k]) for k in b))
+
+    summary = json.loads((work / "after" / "summary.json").read_text())["summary"]
+    baseline = {name: {m: summary[name]["overall"][m]["k"] for m in ("legal_contact", "own_potted", "clean_pot", "foul")}
+                for name in ("random", "heuristic-centre") if name in summary}
+    return {
+        "n": len(b),
+        "before": player_stats(before),
+        "after": player_stats(after),
+        "random": baseline.get("random", {}),
+        "heuristic_centre": baseline.get("heuristic-centre", {}),
+        "mcnemar_p": {"legal_contact": p(lambda r: bool(r["legal_contact"])),
+                      "own_potted": p(lambda r: bool(r["own_potted"])),
+                      "parseable": p(lambda r: r["parse_status"] == "ok")},
+        "sft_examples": examples_seen(work / "sft") if (work / "sft" / "trainer_state.json").exists() else 0,
+        "sft_rows_available": _config_rows(data, "sft"),
+        "dpo_pairs": _trained_pairs(work / "dpo"),
+        "scaling": scaling_rows(work),
+        "wall_minutes": round(_wall_minutes(work), 1),
+        "machine": f"{platform.machine()}, {_cores()} cores, {_mem_gib()} GiB, no GPU" if not _gpu() else _gpu(),
+    }
+
+
+def _config_rows(data: Path, config: str) -> int:
+    from poolbench_data.hub.folder import read_rows
+
+    return len(read_rows(data, config, "train"))
+
+
+def _trained_pairs(dpo_dir: Path) -> int:
+    """Pairs the DPO run actually saw (steps x batch x accumulation)."""
+    return examples_seen(dpo_dir) if (dpo_dir / "trainer_state.json").exists() else 0
+
+
+def _accumulation(run_dir: Path) -> int:
+    """From the TrainingArguments the Trainer saves beside its outputs."""
+    path = next(iter(sorted(run_dir.rglob("training_args.bin"))), None)
+    if path is None:
+        return 1
+    import torch
+
+    return int(getattr(torch.load(path, weights_only=False), "gradient_accumulation_steps", 1))
+
+
+def scaling_rows(work: Path) -> list[dict]:
+    """before, SFT checkpoints by examples seen, the final SFT model, then DPO."""
+    rows = []
+    names = ["before"] + sorted((p.name for p in work.glob("sft-*") if p.name[4:].isdigit()),
+                                key=lambda n: int(n[4:])) + ["sft", "after"]
+    for name in names:
+        traces = work / name / "llm_traces.jsonl"
+        if traces.exists():
+            label = {"before": "base (0 examples)", "sft": "SFT (all)", "after": "SFT + DPO"}.get(
+                name, f"SFT ({name[4:]} examples)")
+            rows.append({"model": label, **player_stats(_rows(traces))})
+    return rows
+
+
+def scaling_table(work: Path) -> str:
+    rows = scaling_rows(work)
+    cols = ("parseable", "legal_contact", "own_potted", "clean_pot", "foul", "median_abs_angle_error_deg",
+            "distinct_aims")
+    head = f"{'model':22}" + "".join(f"{c[:13]:>14}" for c in cols)
+    lines = ["Supervised budget and DPO on the held-out boards (counts of 50)", head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['model']:22}" + "".join(f"{'-' if r[c] is None else r[c]!s:>14}" for c in cols))
+    return "\n".join(lines)
+
+
+def _wall_minutes(work: Path) -> float:
+    start = work / ".started"
+    return (time.time() - start.stat().st_mtime) / 60 if start.exists() else 0.0
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0))
+
+
+def _mem_gib() -> int:
+    import os
+
+    return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
+
+
+def _gpu() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip().replace("\n", ", ") if out.returncode == 0 else ""
+
+
+def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
-    from poolbench_data.cli.args import parse
+    from poolbench_data.cli.args import UserError, parse, run_main
 
     a = parse(LoopArguments, argv)
-    py = sys.executable
-    cli = [py, "-m", "poolbench_data.cli"]
-    work = Path(a.work_dir)
-    data = work / "dataset" / "poolbench"
-    model_args = ["--model", a.model] if a.model else []
-    if not (work / "before" / "llm_traces.jsonl").exists():
-        _run(cli + ["eval", *model_args, "--n", str(a.eval_n), "--name", "before", "--out", str(work / "before"),
-                    "--quiet"])
-    if not (data / "README.md").exists():
-        _run([py, "builders/build_dataset.py", "--output_dir", str(data), "--eval_n", str(a.eval_n),
-              "--train_n", str(a.train_n), "--train_seed", str(a.train_seed), "--players", "oracle"])
-    if not (work / "samples" / "llm_traces.jsonl").exists():
-        _run(cli + ["eval", *model_args, "--n", str(a.train_n), "--seed", str(a.train_seed), "--samples",
-                    str(a.samples), "--temperature", str(a.temperature), "--name", "policy", "--split", "train",
-                    "--dataset_dir", str(data), "--out", str(work / "samples"), "--boards", "0", "--quiet"])
-    if not (data / "data" / "pairs").exists():
-        _run([py, "builders/build_pairs.py", "--dataset_dir", str(data)])
-    out = work / "dpo"
-    if not (out / "merged").exists():
-        _run([py, "training/dpo.py", "--config", a.recipe, "--dataset_name", str(data), "--output_dir", str(out),
-              "--max_steps", str(a.max_steps), *(["--model_name_or_path", a.model] if a.model else []),
-              *a.extra_dpo_args.split()])
-    if not (work / "after" / "llm_traces.jsonl").exists():
-        _run(cli + ["eval", "--model", str(out / "merged"), "--n", str(a.eval_n), "--name", "after",
-                    "--out", str(work / "after"), "--quiet"])
-    _run(cli + ["compare", str(work / "before" / "llm_traces.jsonl"), str(work / "after" / "llm_traces.jsonl"),
-                "--out", str(work / "comparison.txt")])
+
+    def go() -> None:
+        stages = [s for s in a.stages.split(",") if s]
+        unknown = [s for s in stages if s not in STAGES]
+        if unknown:
+            raise UserError(f"--stages: unknown stage(s) {unknown}; choose from {', '.join(STAGES)}")
+        if a.train_seed == 0:
+            raise UserError("--train_seed 0 is the evaluation set's seed; training on it would leak the test boards")
+        for name, v in (("--eval_n", a.eval_n), ("--train_n", a.train_n), ("--sample_n", a.sample_n),
+                        ("--samples", a.samples)):
+            if v < 1:
+                raise UserError(f"{name} must be >= 1 (got {v})")
+        if a.sample_n > a.train_n:
+            raise UserError(f"--sample_n {a.sample_n} exceeds --train_n {a.train_n}; sample on the train boards")
+        loop = Loop(a)
+        loop.work.mkdir(parents=True, exist_ok=True)
+        (loop.work / ".started").touch(exist_ok=True)
+        for stage in STAGES:
+            if stage in stages:
+                getattr(loop, stage)()
+
+    return run_main(go)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""What training/dpo.py and training/sft.py share: arguments, model lookup, resuming, saving.
+
+training/ is a folder of scripts, not a package: each script puts this folder
+on sys.path and imports this module as `common`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trl import ModelConfig, ScriptArguments
+
+logger = logging.getLogger("poolbench.training")
+
+EMBEDDED = "embedded"
+ADAPTER_DIR = "adapter"
+MERGED_DIR = "merged"
+MERGED_DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass
+class TrainScriptArguments(ScriptArguments):
+    resume: bool = field(
+        default=True,
+        metadata={"help": "Resume from the last checkpoint-* in output_dir when there is one."},
+    )
+    save_merged: bool = field(
+        default=True,
+        metadata={"help": "Also save base + adapter merged into output_dir/merged (a plain model folder)."},
+    )
+    merged_dtype: str | None = field(
+        default=None,
+        metadata={
+            "help": "dtype of output_dir/merged (float32, bfloat16, float16); default: the training dtype. A small "
+            "LoRA update merged into bf16 weights mostly rounds away, so merge a bf16 model in float32.",
+            "choices": [None, *MERGED_DTYPES],
+        },
+    )
+
+    def __post_init__(self):
+        if hasattr(super(), "__post_init__"):
+            super().__post_init__()
+        # argparse checks `choices` on the command line only, not on recipe values.
+        if self.merged_dtype not in (None, *MERGED_DTYPES):
+            raise ValueError(
+                f"merged_dtype={self.merged_dtype!r} is not a dtype. Fix: use one of {', '.join(MERGED_DTYPES)}, "
+                "or leave it unset for the training dtype."
+            )
+
+
+@dataclass
+class LoraModelConfig(ModelConfig):
+    # LoRA by default: on CPU full fine-tuning is slow, its optimizer state is
+    # twice the model, and under DPO without PEFT TRL loads a second full copy
+    # of the model as the reference.
+    use_peft: bool = field(default=True, metadata={"help": "Train a LoRA adapter (default) instead of all weights."})
+
+
+@dataclass
+class RunResult:
+    output_dir: Path
+    adapter_dir: Path | None
+    merged_dir: Path | None
+    resumed_from: str | None
+    global_step: int
+    training_loss: float
+    metrics: dict[str, Any]
+    log_history: list[dict[str, Any]]
+
+
+def resolve_model_path(name: str | None) -> str:
+    """A local folder or Hub id as given; `embedded` is the packaged SmolLM2 folder."""
+    if not name:
+        raise ValueError(
+            "model_name_or_path is not set. Fix: set it in the recipe or pass --model_name_or_path "
+            f"(a local model folder, a Hub id, or `{EMBEDDED}` for the packaged SmolLM2-135M-Instruct)."
+        )
+    if name != EMBEDDED:
+        return name
+    try:
+        # Imported here: the embedded model is optional and its module converts
+        # a GGUF file on first use.
+        from poolbench_data.llm.model import default_model_dir
+    except ImportError as exc:
+        raise RuntimeError(
+            f"model_name_or_path={EMBEDDED!r} needs poolbench_data.llm.model.default_model_dir(), which could "
+            f"not be imported ({exc}). Fix: install poolbench-data with its eval extra, or pass a local model "
+            "folder as model_name_or_path."
+        ) from exc
+    return str(default_model_dir())
+
+
+def check_model_path(path: str) -> None:
+    """Fail in milliseconds when the model cannot exist, not after the data is tokenized.
+
+    A local folder must hold a config.json. A name that cannot be a Hub repo
+    id (absolute, ./, a/b/c) must be a local folder. A Hub id is looked up in
+    the local cache when offline, else on the Hub (a network error skips the
+    check: from_pretrained will say more).
+    """
+    from huggingface_hub import is_offline_mode, repo_exists, try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    fix = (
+        "Fix: set model_name_or_path (recipe or --model_name_or_path) to an existing model folder, a Hub model "
+        f"id, or `{EMBEDDED}`."
+    )
+    local = Path(path).expanduser()
+    if local.exists():
+        if not (local / "config.json").is_file():
+            raise FileNotFoundError(f"model_name_or_path={path!r} is a local path but has no config.json. {fix}")
+        return
+    try:
+        validate_repo_id(path)
+    except HFValidationError:
+        raise FileNotFoundError(f"model_name_or_path={path!r}: no such local folder. {fix}") from None
+    if is_offline_mode():
+        if not isinstance(try_to_load_from_cache(path, "config.json"), str):
+            raise FileNotFoundError(
+                f"model_name_or_path={path!r} is neither a local folder nor a Hub model in the local cache "
+                f"(HF_HUB_OFFLINE is set). {fix}"
+            )
+        return
+    try:
+        exists = repo_exists(path, repo_type="model")
+    except Exception as exc:  # network trouble: not proof that the model is missing
+        logger.warning("could not check that %s exists on the Hub (%s); loading will tell", path, exc)
+        return
+    if not exists:
+        raise FileNotFoundError(f"model_name_or_path={path!r} is neither a local folder nor a Hub model. {fix}")
+
+
+def load_split(script_args: ScriptArguments, split: str):
+    """One split of a config of the PoolBench dataset (a local folder in Hub layout, or a Hub id)."""
+    from datasets import load_dataset
+
+    config = script_args.dataset_config
+    if not script_args.dataset_name:
+        raise ValueError(
+            "dataset_name is not set. Fix: set it to a PoolBench dataset folder or Hub id "
+            f"(with dataset_config: {config})."
+        )
+    dataset = load_dataset(script_args.dataset_name, name=config)
+    if split not in dataset:
+        raise ValueError(
+            f"split {split!r} not found in {script_args.dataset_name} ({config}); "
+            f"it has {list(dataset)}. Fix: set dataset_train_split / dataset_test_split."
+        )
+    return dataset[split]
+
+
+def find_resume_checkpoint(training_args, resume: bool) -> str | None:
+    """An explicit resume_from_checkpoint wins; else the newest checkpoint-* in output_dir."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    if training_args.resume_from_checkpoint:
+        return training_args.resume_from_checkpoint
+    if resume and os.path.isdir(training_args.output_dir):
+        return get_last_checkpoint(training_args.output_dir)
+    return None
+
+
+def load_tokenizer(model_path: str, model_args: ModelConfig):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path, revision=model_args.model_revision)
+    if not tokenizer.chat_template:
+        raise ValueError(
+            f"the tokenizer of {model_path} has no chat_template, so conversational rows cannot be rendered. "
+            "Fix: use an instruct/chat model, or add a chat template to its tokenizer_config.json."
+        )
+    return tokenizer
+
+
+def set_model_init_kwargs(training_args, model_args: ModelConfig) -> None:
+    """ModelConfig's loading options, for the trainer that loads the model from its path."""
+    model_init_kwargs = dict(
+        revision=model_args.model_revision,
+        attn_implementation=model_args.attn_implementation,
+        dtype=model_args.dtype,
+    )
+    model_init_kwargs.update(training_args.model_init_kwargs or {})
+    training_args.model_init_kwargs = model_init_kwargs
+
+
+def save_outputs(
+    trainer, tokenizer, output_dir: Path, save_merged: bool, merged_dtype: str | None = None
+) -> tuple[Path | None, Path | None]:
+    """The adapter and/or a merged, directly servable model folder (in `merged_dtype`, else the training dtype)."""
+    import torch
+    from peft import PeftModel
+
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    adapter_dir = merged_dir = None
+    if isinstance(model, PeftModel):
+        adapter_dir = output_dir / ADAPTER_DIR
+        trainer.save_model(str(adapter_dir))
+        if save_merged:
+            merged_dir = output_dir / MERGED_DIR
+            if merged_dtype:
+                # Before the merge, so W + BA is summed in that dtype: bf16 weights are exact in
+                # float32, and the update is then kept whole instead of rounded to the bf16 grid.
+                model.to(getattr(torch, merged_dtype))
+            # In place: the trainer's model is not used after this.
+            merged = model.merge_and_unload()
+            # Training turned the KV cache off in the config; a served model wants it.
+            merged.config.use_cache = True
+            merged.save_pretrained(merged_dir)
+            tokenizer.save_pretrained(merged_dir)
+    else:
+        merged_dir = output_dir / MERGED_DIR
+        if merged_dtype:
+            model.to(getattr(torch, merged_dtype))
+        model.config.use_cache = True
+        trainer.save_model(str(merged_dir))
+    return adapter_dir, merged_dir
+
+
+def train_and_save(
+    trainer,
+    tokenizer,
+    output_dir: Path,
+    save_merged: bool,
+    resume_from: str | None,
+    extra_metrics: dict[str, Any] | None = None,
+    merged_dtype: str | None = None,
+) -> RunResult:
+    """Train (resuming if asked), record metrics and state, save adapter/ and merged/.
+
+    `extra_metrics` (e.g. how many rows the script dropped) join the run's
+    metrics in train_results.json.
+    """
+    result = trainer.train(resume_from_checkpoint=resume_from)
+    result.metrics.update(extra_metrics or {})
+    trainer.log_metrics("train", result.metrics)
+    trainer.save_metrics("train", result.metrics)
+    trainer.save_state()
+    adapter_dir, merged_dir = save_outputs(trainer, tokenizer, output_dir, save_merged, merged_dtype)
+    if hasattr(trainer, "end"):  # transformers >= 5.18: finishes trackers
+        trainer.end()
+    return RunResult(
+        output_dir=output_dir,
+        adapter_dir=adapter_dir,
+        merged_dir=merged_dir,
+        resumed_from=resume_from,
+        global_step=trainer.state.global_step,
+        training_loss=result.training_loss,
+        metrics=dict(result.metrics),
+        log_history=list(trainer.state.log_history),
+    )

@@ -1,0 +1,422 @@
+"""Supervised fine-tuning on PoolBench's Oracle demonstrations with TRL: a thin script, configured by a YAML recipe.
+
+    python training/sft.py --config training/recipes/sft-smollm2-135m-cpu.yaml
+    python training/sft.py --config training/recipes/sft-smollm2-135m-cpu.yaml --max_steps 5 --output_dir runs/try
+
+The data is the dataset's `sft` config (builders/build_sft.py): TRL's
+conversational prompt-completion format, `prompt` = [system, user] messages and
+`completion` = [{"role": "assistant", "content": "<the protocol's JSON action>"}].
+The warm start teaches the action format before DPO (training/dpo.py).
+
+Every field of TRL's `ScriptArguments`, `SFTConfig` and `ModelConfig`, and the
+few below, can be set in the recipe or on the command line (the command line
+wins); unknown keys are errors, so a typo in a recipe does not silently fall
+back to a default.
+
+What this script adds to `trl/scripts/sft.py`:
+- the seed is set before anything random happens (LoRA init, data order);
+- LoRA is on by default (`use_peft: false` trains all weights);
+- a model that does not exist is refused before anything is read; then,
+  before the model is loaded, the rows are validated (`check_sft_rows`), rows
+  from the test split are refused (they would leak the evaluation boards), and
+  every row is tokenized to find those that do not fit `max_length`;
+- rows that do not fit are dropped, not truncated (a cut JSON action teaches a
+  broken answer with no end of turn), and the run stops when more than
+  `max_dropped_share` of them would be (TRL would silently drop rows whose
+  prompt alone fills max_length, and cut the others);
+- the loss is on the completion only (`completion_only_loss`, required);
+- an interrupted run resumes from the last `checkpoint-*` in `output_dir`
+  (`--resume false` ignores it; `resume_from_checkpoint` picks one);
+- outputs, under `output_dir`:
+    adapter/   the LoRA adapter (+ tokenizer), loadable with peft;
+    merged/    base + adapter merged (+ tokenizer), in `merged_dtype` (else the
+               training dtype): a plain model folder that transformers and vLLM
+               load directly (with use_peft false: the fine-tuned model, and no
+               adapter/);
+    checkpoint-*/, trainer_state.json, train_results.json (with the row counts).
+- `model_name_or_path: embedded` means the packaged SmolLM2-135M-Instruct.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trl import SFTConfig, TrlParser
+
+# training/ is a folder of scripts, not a package: `python training/sft.py`
+# puts this folder on sys.path, a test that loads the file by path does not.
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+from common import (  # noqa: E402
+    LoraModelConfig,
+    RunResult,
+    TrainScriptArguments,
+    check_model_path,
+    find_resume_checkpoint,
+    load_split,
+    load_tokenizer,
+    resolve_model_path,
+    set_model_init_kwargs,
+    train_and_save,
+)
+
+logger = logging.getLogger("poolbench.sft")
+
+REQUIRED_COLUMNS = ("prompt", "completion")
+PROMPT_ROLES = ("system", "user")
+# Enough rows to show a pattern; every row is still checked.
+MAX_REPORTED = 5
+
+
+class SFTFormatError(ValueError):
+    """The dataset is not in TRL's conversational prompt-completion format."""
+
+
+class SplitLeakError(SFTFormatError):
+    """Training rows come from the evaluation (test) split."""
+
+
+@dataclass
+class SFTScriptArguments(TrainScriptArguments):
+    # PoolBench publishes its demonstrations as the `sft` config.
+    dataset_config: str | None = field(
+        default="sft", metadata={"help": "Dataset config name (`name` of `datasets.load_dataset`)."}
+    )
+    max_dropped_share: float = field(
+        default=0.0,
+        metadata={
+            "help": "Largest share of training rows (0-1) that may be dropped for not fitting max_length before "
+            "the run stops. 0.0: every row must fit."
+        },
+    )
+    test_id_prefix: str | None = field(
+        default=None,
+        metadata={
+            "help": "Scenario ids starting with this are evaluation boards and are refused in training. Default: "
+            "pb<eval_seed>- with eval_seed from the dataset folder's provenance.json, else pb0- (the builder's "
+            "default)."
+        },
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        # At parse time: a recipe typo should not wait for the tokenizer to surface.
+        if not 0.0 <= self.max_dropped_share <= 1.0:
+            raise ValueError(
+                f"max_dropped_share={self.max_dropped_share} is not a share. Fix: set it between 0.0 and 1.0."
+            )
+
+
+@dataclass
+class LengthReport:
+    """Which training rows do not fit max_length, measured with the model's tokenizer and chat template."""
+
+    max_length: int | None
+    rows: int
+    prompt_too_long: list[int]  # the prompt alone fills max_length: TRL would drop the row
+    completion_cut: list[int]  # the prompt fits, the completion does not: TRL would cut the answer
+
+    @property
+    def dropped(self) -> list[int]:
+        return sorted(self.prompt_too_long + self.completion_cut)
+
+    @property
+    def kept(self) -> int:
+        return self.rows - len(self.dropped)
+
+    def metrics(self) -> dict[str, int]:
+        return {
+            "train_rows": self.rows,
+            "train_rows_kept": self.kept,
+            "train_rows_prompt_over_max_length": len(self.prompt_too_long),
+            "train_rows_completion_over_max_length": len(self.completion_cut),
+        }
+
+
+@dataclass
+class SFTRunResult(RunResult):
+    lengths: LengthReport | None = None
+
+
+def make_parser() -> TrlParser:
+    return TrlParser((SFTScriptArguments, SFTConfig, LoraModelConfig))
+
+
+# --- the data ---------------------------------------------------------------------
+
+
+def _column_names(dataset: Any) -> list[str]:
+    names = getattr(dataset, "column_names", None)
+    if names is not None:
+        return list(names)
+    first = next(iter(dataset), None)
+    return list(first) if isinstance(first, Mapping) else []
+
+
+def _message_problem(message: Any, allowed_roles: tuple[str, ...]) -> str | None:
+    if not isinstance(message, Mapping):
+        return f"a message is a {type(message).__name__}, not a {{role, content}} mapping"
+    role, content = message.get("role"), message.get("content")
+    if role is None:
+        return "a message has no 'role'"
+    if role not in allowed_roles:
+        return f"role {role!r} is not allowed here (allowed: {', '.join(allowed_roles)})"
+    if not isinstance(content, str):
+        # None when a key is missing in one row of an Arrow table; lists are VLM content.
+        return f"the {role!r} message has content of type {type(content).__name__}, expected str"
+    if not content.strip():
+        return f"the {role!r} message is empty"
+    return None
+
+
+def sft_row_problems(row: Mapping[str, Any]) -> list[str]:
+    """Everything wrong with one row's prompt and completion (empty when fine)."""
+    problems = []
+    prompt, completion = row.get("prompt"), row.get("completion")
+    if not isinstance(prompt, list) or not prompt:
+        problems.append("`prompt` is " + ("an empty message list" if isinstance(prompt, list) else
+                                          f"a {type(prompt).__name__}, expected a list of {{role, content}} messages"))
+    else:
+        for i, message in enumerate(prompt):
+            problem = _message_problem(message, PROMPT_ROLES)
+            if problem:
+                problems.append(f"`prompt`[{i}]: {problem}")
+        if not problems and prompt[-1]["role"] != "user":
+            # The completion answers the last user turn; the template adds the assistant header after it.
+            problems.append(f"`prompt` ends with a {prompt[-1]['role']!r} message, expected the user's")
+    if not isinstance(completion, list) or len(completion) != 1:
+        what = f"{len(completion)} messages" if isinstance(completion, list) else f"a {type(completion).__name__}"
+        problems.append(f"`completion` is {what}, expected exactly one assistant message")
+    else:
+        problem = _message_problem(completion[0], ("assistant",))
+        if problem:
+            problems.append(f"`completion`[0]: {problem}")
+    return problems
+
+
+def default_test_id_prefix(dataset_name: str | None) -> str:
+    """pb<eval_seed>-: the ids of the evaluation boards, from the folder's provenance when it has one."""
+    from poolbench_data.boards.generate import DEFAULT_SEED, scenario_id
+
+    seed = DEFAULT_SEED
+    provenance = Path(dataset_name or "") / "provenance.json"
+    if dataset_name and provenance.is_file():
+        settings = json.loads(provenance.read_text()).get("benchmark", {}).get("settings", {})
+        seed = settings.get("eval_seed", seed)
+    # scenario_id(seed, k) is pb<seed>-<k:06d>; the dash keeps pb1- from matching pb10-.
+    return scenario_id(seed, 0).rsplit("-", 1)[0] + "-"
+
+
+# The ids of builders/build_dataset.py's default evaluation boards (eval_seed 0); see default_test_id_prefix.
+DEFAULT_TEST_ID_PREFIX = "pb0-"
+
+
+def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PREFIX) -> None:
+    """Raise unless every row is a valid prompt-completion demonstration from a training split.
+
+    `dataset` is a `datasets.Dataset` or any iterable of row mappings. Extra
+    columns (scenario_id, category, outcomes...) are allowed; the script drops
+    them before the trainer. A row whose `split` is an evaluation split, or
+    whose `scenario_id` starts with `test_id_prefix` (None: no id check), is
+    refused with `SplitLeakError`.
+    """
+    from poolbench_data.prefs.sft import EVAL_SPLITS
+
+    columns = _column_names(dataset)
+    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+    if missing:
+        raise SFTFormatError(
+            f"sft dataset is missing column(s) {missing} (has {columns}). "
+            "Fix: load the `sft` config (dataset_config: sft, built by builders/build_sft.py), whose rows have "
+            "`prompt` and `completion` as lists of {role, content} messages; rename your columns if they differ."
+        )
+
+    found, leaks, n_rows, n_bad, n_leak = [], [], 0, 0, 0
+    for index, row in enumerate(dataset):
+        n_rows += 1
+        problems = sft_row_problems(row)
+        if problems:
+            n_bad += 1
+            if len(found) < MAX_REPORTED:
+                found.append(f"row {index}: " + "; ".join(problems))
+        split, sid = row.get("split"), row.get("scenario_id")
+        leak = None
+        if split in EVAL_SPLITS:
+            leak = f"split={split!r}"
+        elif test_id_prefix and isinstance(sid, str) and sid.startswith(test_id_prefix):
+            leak = f"scenario_id={sid!r} is an evaluation board (prefix {test_id_prefix!r})"
+        if leak:
+            n_leak += 1
+            if len(leaks) < MAX_REPORTED:
+                leaks.append(f"row {index}: {leak}")
+    if n_rows == 0:
+        raise SFTFormatError("sft dataset has no rows. Fix: check the split name and the data_files of the config.")
+    if leaks:
+        # Checked before the format: a leak is the worse mistake, whatever else is wrong.
+        raise SplitLeakError(
+            f"{n_leak} of {n_rows} training rows come from the test split:\n  "
+            + "\n  ".join(leaks)
+            + ("\n  ..." if n_leak > len(leaks) else "")
+            + "\nTraining on them leaks the evaluation boards into the model, and every score measured on them "
+            "afterwards is void. Fix: rebuild the config from the train split (builders/build_sft.py --split train), "
+            "or point dataset_name/dataset_train_split at training data."
+        )
+    if found:
+        raise SFTFormatError(
+            f"{n_bad} of {n_rows} sft rows are malformed:\n  "
+            + "\n  ".join(found)
+            + ("\n  ..." if n_bad > len(found) else "")
+            + "\nFix: each row needs `prompt` = [system?, user] messages and `completion` = "
+            '[{"role": "assistant", "content": "<the JSON action>"}], every message with a string role and '
+            "non-empty content."
+        )
+
+
+def measure_lengths(dataset, tokenizer, max_length: int | None) -> LengthReport:
+    """Tokenize every row as SFTTrainer will (chat template, generation prompt) and find those over max_length."""
+    from trl.data_utils import common_prefix_length
+
+    too_long, cut = [], []
+    if max_length is not None:
+        for index, row in enumerate(dataset):
+            prompt_ids = tokenizer.apply_chat_template(
+                row["prompt"], tokenize=True, add_generation_prompt=True, return_dict=True
+            )["input_ids"]
+            full_ids = tokenizer.apply_chat_template(
+                row["prompt"] + row["completion"], tokenize=True, return_dict=True
+            )["input_ids"]
+            # Where TRL starts the completion: the shared prefix of the two renderings.
+            prompt_len = common_prefix_length(prompt_ids, full_ids)
+            if prompt_len >= max_length:
+                too_long.append(index)
+            elif len(full_ids) > max_length:
+                cut.append(index)
+    return LengthReport(max_length=max_length, rows=len(dataset), prompt_too_long=too_long, completion_cut=cut)
+
+
+def enforce_max_length(dataset, report: LengthReport, max_dropped_share: float):
+    """The rows that fit; stop when too many do not."""
+    dropped = report.dropped
+    if not dropped:
+        return dataset
+    share = len(dropped) / report.rows
+    what = (
+        f"{len(report.prompt_too_long)} of {report.rows} rows have a prompt of at least max_length="
+        f"{report.max_length} tokens and {len(report.completion_cut)} more a completion that runs past it "
+        f"(rows {dropped[:MAX_REPORTED]}{' ...' if len(dropped) > MAX_REPORTED else ''})"
+    )
+    if share > max_dropped_share or report.kept == 0:
+        raise ValueError(
+            f"{what}: {share:.1%} of the training rows would be dropped, more than max_dropped_share="
+            f"{max_dropped_share}. Fix: raise max_length (PoolBench prompts are ~1,450 SmolLM2 tokens, a JSON "
+            "action ~60 more), or allow the loss with --max_dropped_share."
+        )
+    logger.warning("%s: dropped (%.1f%% <= max_dropped_share=%s)", what, 100 * share, max_dropped_share)
+    drop = set(dropped)
+    return dataset.select([i for i in range(report.rows) if i not in drop])
+
+
+# --- the run ------------------------------------------------------------------------
+
+
+def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: LoraModelConfig):
+    """Everything up to a ready SFTTrainer: (trainer, tokenizer, length report). Cheapest checks first: the
+    arguments, the model path, the rows, their lengths (tokenizer only); the model loads last."""
+    from trl import SFTTrainer, get_peft_config, get_quantization_config
+
+    from poolbench_data.prefs.sft import EVAL_SPLITS
+
+    if not training_args.output_dir:
+        raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")
+    if training_args.completion_only_loss is False:
+        # The prompt is ~25x the answer: a loss over it would mostly fit the board description.
+        raise ValueError(
+            "completion_only_loss=false would train on the prompt too. Fix: set completion_only_loss: true "
+            "(or leave it unset)."
+        )
+    # TRL's default (None) already means completion-only for prompt-completion rows; set it so it cannot drift.
+    training_args.completion_only_loss = True
+    if script_args.dataset_train_split in EVAL_SPLITS:
+        raise SplitLeakError(
+            f"dataset_train_split={script_args.dataset_train_split!r} is the evaluation split. "
+            "Fix: train on the train split (dataset_train_split: train)."
+        )
+
+    # A misspelt model fails in milliseconds, before the data is read.
+    model_path = resolve_model_path(model_args.model_name_or_path)
+    check_model_path(model_path)
+
+    # Then the data: a malformed or leaking dataset should fail before minutes of model loading.
+    prefix = script_args.test_id_prefix or default_test_id_prefix(script_args.dataset_name)
+    train_dataset = load_split(script_args, script_args.dataset_train_split)
+    check_sft_rows(train_dataset, test_id_prefix=prefix)
+    eval_dataset = None
+    if training_args.eval_strategy != "no":
+        eval_dataset = load_split(script_args, script_args.dataset_test_split)
+        check_sft_rows(eval_dataset, test_id_prefix=None)  # evaluating on held-out boards is the point
+
+    # The tokenizer (seconds) before the model: it measures the rows against max_length.
+    tokenizer = load_tokenizer(model_path, model_args)
+    report = measure_lengths(train_dataset, tokenizer, training_args.max_length)
+    train_dataset = enforce_max_length(train_dataset, report, script_args.max_dropped_share)
+    if eval_dataset is not None:
+        eval_report = measure_lengths(eval_dataset, tokenizer, training_args.max_length)
+        # Evaluation rows that do not fit are dropped with a warning; only an empty eval set stops the run.
+        eval_dataset = enforce_max_length(eval_dataset, eval_report, max_dropped_share=1.0)
+    # Only what TRL reads: outcome columns (structs, bools) and a stray `tools`
+    # or `chat_template_kwargs` column never reach tokenization or collation.
+    train_dataset = train_dataset.select_columns(list(REQUIRED_COLUMNS))
+    if eval_dataset is not None:
+        eval_dataset = eval_dataset.select_columns(list(REQUIRED_COLUMNS))
+
+    set_model_init_kwargs(training_args, model_args)
+    logger.info("model %s, %d training rows (of %d)", model_path, report.kept, report.rows)
+    trainer = SFTTrainer(
+        model=model_path,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        quantization_config=get_quantization_config(model_args),
+        peft_config=get_peft_config(model_args),
+    )
+    if len(trainer.train_dataset) != report.kept:
+        # measure_lengths disagrees with TRL's own preparation: a TRL change to look at.
+        logger.warning(
+            "SFTTrainer kept %d rows where %d fit max_length=%s", len(trainer.train_dataset), report.kept,
+            training_args.max_length,
+        )
+    return trainer, tokenizer, report
+
+
+def train(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: LoraModelConfig) -> SFTRunResult:
+    trainer, tokenizer, report = make_trainer(script_args, training_args, model_args)
+    resume_from = find_resume_checkpoint(training_args, script_args.resume)
+    if resume_from:
+        logger.info("resuming from %s", resume_from)
+    result = train_and_save(
+        trainer, tokenizer, Path(training_args.output_dir), script_args.save_merged, resume_from,
+        extra_metrics=report.metrics(), merged_dtype=script_args.merged_dtype,
+    )
+    return SFTRunResult(**vars(result), lengths=report)
+
+
+def main(argv: list[str] | None = None) -> SFTRunResult:
+    from transformers import set_seed
+
+    script_args, training_args, model_args = make_parser().parse_args_and_config(args=argv)
+    # Before anything random: dataset shuffling, LoRA init, dropout.
+    set_seed(training_args.seed)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    return train(script_args, training_args, model_args)
+
+
+if __name__ == "__main__":
+    main()
