@@ -9,7 +9,12 @@ EXTRAS="${POOLBENCH_EXTRAS:-eval,train,dev}"
 PY="${PYTHON:-python3}"
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check "uv==0.13.8"
+# pip warns about find-links folders this machine's pip configuration names but
+# lacks; show its output only when the install fails.
+if ! log=$(.venv/bin/python -m pip install -q --disable-pip-version-check "uv==0.13.8" 2>&1); then
+  echo "$log" >&2
+  exit 1
+fi
 
 overrides=(--override requirements/overrides.txt)
 if ! command -v nvidia-smi >/dev/null 2>&1; then
