@@ -135,14 +135,20 @@ def test_push_plan_is_exactly_the_folder_plus_stale_deletes(built, capsys):
 
 
 def test_dry_run_offline_assumes_empty_repo_and_real_push_fails_fast(built, capsys):
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
     root, _ = built
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
     lines = push(root, "someone/poolbench", dry_run=True)
     assert sorted(line.split()[1] for line in lines) == local_files(root)
     assert "assuming an empty repo" in capsys.readouterr().out
-    with pytest.raises(Exception) as e:
+    # A real push fails at its first Hub call (creating the repo), at once, instead of retrying.
+    with pytest.raises(OfflineModeIsEnabled, match=r"Cannot reach https://huggingface\.co/api/repos/create: "
+                                                   r"offline mode is enabled"):
         push(root, "someone/poolbench", token="hf_fake")
-    assert "offline" in type(e.value).__name__.lower() or "offline" in str(e.value).lower()
+    # A folder that is not a built dataset is refused by our own check, before any Hub call.
+    with pytest.raises(FileNotFoundError, match=r"is not a built dataset folder \(no README\.md\); build it first"):
+        push(root / "data", "someone/poolbench", token="hf_fake")
 
 
 def test_existing_folder_is_refused_and_left_intact(built):

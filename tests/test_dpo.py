@@ -1,16 +1,21 @@
 """DPO on PoolBench pairs with real TRL on a tiny random model (CPU, seconds).
 
-The pairs dataset is written the way PoolBench publishes it (a folder in Hub
-layout: parquet under data/<config>/ + README.md YAML `configs:`) and read back
-with `load_dataset(folder, "pairs")`, so these tests also pin the contract
-between the dataset and `training/dpo.py`.
+The pairs are PoolBench's own: a dataset folder in Hub layout (parquet under
+data/<config>/ + README.md YAML `configs:`) built by hub.build.build_benchmark,
+a model's answers replayed through the parser, simulator and trace writer, and
+the `pairs` config written by prefs.pairs.build_pairs + hub.update.write_config
+(what builders/build_pairs.py does). It is read back with
+`load_dataset(folder, "pairs")`, so these tests also pin the contract between
+the dataset and `training/dpo.py`.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 
@@ -30,14 +35,6 @@ REPO = Path(__file__).resolve().parents[1]
 CPU_RECIPE = REPO / "training" / "recipes" / "smollm2-135m-cpu.yaml"
 GPU_RECIPE = REPO / "training" / "recipes" / "llama-3.1-8b-gpu.yaml"
 
-SYSTEM = (
-    "You are an expert eight-ball pool player. Use the ghost-ball construction: aim the cue ball one ball "
-    "diameter behind the object ball on the line from the pocket. Prefer a small cut angle, a short path and "
-    'a clear line of sight. Respond with ONLY JSON: {"target_ball": "<id>", "target_pocket": [x, y], '
-    '"aim_angle_deg": <float>, "cue_speed": <float>}'
-)
-POCKETS = [(-0.0295, -0.0295), (1.0963, -0.0295), (-0.0685, 1.0668), (1.1353, 1.0668), (-0.0295, 2.1631), (1.0963, 2.1631)]
-
 
 def _load_dpo_script():
     # training/ is a folder of scripts, not a package: load the file itself.
@@ -50,81 +47,66 @@ def _load_dpo_script():
 
 dpo = _load_dpo_script()
 
-
-def make_pair_rows(n: int = 16) -> list[dict]:
-    rows = []
-    for i in range(n):
-        ball = 1 + i % 7
-        x, y = 0.1 + 0.05 * i, 0.3 + 0.1 * i
-        px, py = POCKETS[i % 6]
-        user = (
-            "Table: width=1.0668m, length=2.1336m. Ball radius=0.02858m\n"
-            f"Cue ball C = (0.5334, 0.4)\nYour group: SOLIDS (balls 1--7).\n"
-            f"Ball {ball}: x={x:.4f}, y={y:.4f} (distance from cue = {abs(y - 0.4) + 0.1:.3f}m)\n"
-            "Respond with ONLY JSON."
-        )
-        chosen = json.dumps(
-            {"target_ball": str(ball), "target_pocket": [px, py], "aim_angle_deg": round(10.0 + 20 * i, 1), "cue_speed": 2.5}
-        )
-        on_policy = i % 2 == 0
-        if i == 2:
-            rejected = ""  # an empty LLM response is a valid (bad) rejected side
-        elif on_policy:
-            rejected = "Sure! Let me think through this step by step. First, I need to pick the best ball."
-        else:
-            rejected = json.dumps({"target_ball": "8", "target_pocket": [px, py], "aim_angle_deg": 90.0, "cue_speed": 9.0})
-        rejected_score = 0.0 if on_policy else 1.0
-        outcome = {"legal_contact": False, "own_potted": False, "foul": not on_policy, "clean_pot": False}
-        # Columns as poolbench_data.prefs.pairs writes them; TRL ignores all but the first three.
-        rows.append(
-            {
-                "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
-                "chosen": [{"role": "assistant", "content": chosen}],
-                "rejected": [{"role": "assistant", "content": rejected}],
-                "scenario_id": f"s{i:03d}",
-                "category": ["open", "crowded", "foul_trap", "spin_shot"][i % 4],
-                "source": "on-policy" if on_policy else "oracle-vs-llm",
-                "chosen_model": "tiny-random" if on_policy else "oracle",
-                "rejected_model": "tiny-random",
-                "chosen_outcome": {"score": 3.0, "parse_status": "ok", "legal_contact": True, "own_potted": True,
-                                   "foul": False, "clean_pot": True},
-                "rejected_outcome": {"score": rejected_score, "parse_status": "ok" if not on_policy else "unparseable",
-                                     **outcome},
-                "chosen_score": 3.0,
-                "rejected_score": rejected_score,
-                "margin": 3.0 - rejected_score,
-                "prompt_version": "poolbench-a1-v1",
-            }
-        )
-    return rows
+PROSE = "Sure! Let me think through this step by step. First, I need to pick the best ball."
 
 
-README = """---
-configs:
-- config_name: scenarios
-  data_files:
-  - split: train
-    path: data/scenarios/train-*.parquet
-- config_name: pairs
-  data_files:
-  - split: train
-    path: data/pairs/train-*.parquet
----
-# PoolBench (test fixture)
-"""
+def model_answers(scenario: dict) -> list[str]:
+    """Four answers of a model on one board: the Oracle's action, the same
+    action aimed the opposite way (a miss or a foul), prose (no JSON) and an
+    empty response (which the writer leaves out of every pair)."""
+    action = json.loads(scenario["oracle_action"])
+    away = round((float(action["aim_angle_deg"]) + 180.0) % 360.0, 2)
+    return [scenario["oracle_action"], json.dumps({**action, "aim_angle_deg": away}), PROSE, ""]
 
 
-def write_dataset_folder(folder: Path, rows: list[dict]) -> Path:
-    """A dataset folder in Hub layout, as PoolBench publishes it."""
-    (folder / "data" / "pairs").mkdir(parents=True)
-    (folder / "data" / "scenarios").mkdir(parents=True)
-    Dataset.from_list(rows).to_parquet(str(folder / "data" / "pairs" / "train-00000-of-00001.parquet"))
-    # A second config, so loading "pairs" by name is what picks the pairs.
-    Dataset.from_list([{"scenario_id": r["scenario_id"], "category": r["category"]} for r in rows]).to_parquet(
-        str(folder / "data" / "scenarios" / "train-00000-of-00001.parquet")
-    )
-    (folder / "README.md").write_text(README)
+def build_pairs_folder(folder: Path) -> list[dict]:
+    """A PoolBench dataset folder whose `pairs` config is written by the real
+    code, the steps of `poolbench eval --split train` + builders/build_pairs.py:
+    scenarios and Oracle traces from build_benchmark; the model's answers
+    replayed through the parser, simulator and trace writer into `traces`;
+    pairs from prefs.pairs.build_pairs, written with hub.update.write_config."""
+    from poolbench_data.core.records import Scenario, Shot
+    from poolbench_data.hub.build import build_benchmark
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.hub.update import replace_rows, write_config
+    from poolbench_data.llm.player import EvalSettings, evaluate_model, llm_trace_rows
+    from poolbench_data.llm.replay import ReplayBackend
+    from poolbench_data.prefs.pairs import SOURCES, build_pairs
+    from poolbench_data.report.provenance import provenance
+
+    build_benchmark(folder, eval_n=1, train_n=4, train_seed=1, players=("oracle",), progress=False)
+    scenarios = read_rows(folder, "scenarios", "train")
+    answers = [model_answers(s) for s in scenarios]
+    settings = EvalSettings(model="tiny-random", backend="replay", samples=len(answers[0]), temperature=0.8)
+    records, _ = evaluate_model([Scenario.from_row(s) for s in scenarios], ReplayBackend(answers), settings,
+                                progress=False)
+    oracle = {s["id"]: Shot.from_row(s["oracle_shot"]) for s in scenarios}
+    replace_rows(folder, "traces", "train", llm_trace_rows(records, oracle, settings),
+                 drop=lambda r: r["player_kind"] == "llm")
+    pairs = build_pairs(read_rows(folder, "scenarios", "train"), read_rows(folder, "traces", "train"))
+    write_config(folder, "pairs", {"train": pairs}, "pairs", provenance(split="train", sources=list(SOURCES)))
+    return pairs
+
+
+def write_pairs(folder: Path, rows: list[dict]) -> Path:
+    """Replace the folder's `pairs` config with `rows`, as the builder writes it."""
+    from poolbench_data.hub.update import write_config
+
+    write_config(folder, "pairs", {"train": rows}, "pairs", {})
     return folder
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fresh_datasets_cache(tmp_path_factory):
+    """`datasets` caches a local folder under its name and card, not its files'
+    contents: a folder named `poolbench` with the same card, built by an earlier
+    run, would be read back from that cache. An empty cache per module makes
+    every load (here and in training/dpo.py) read the parquet built here."""
+    import datasets
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("hf_datasets_cache"))
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +115,20 @@ def tiny_model(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def pairs_folder(tmp_path_factory) -> Path:
-    return write_dataset_folder(tmp_path_factory.mktemp("poolbench"), make_pair_rows())
+def built_pairs(tmp_path_factory) -> tuple[Path, list[dict]]:
+    folder = tmp_path_factory.mktemp("pb") / "poolbench"
+    return folder, build_pairs_folder(folder)
+
+
+@pytest.fixture(scope="module")
+def pairs_folder(built_pairs) -> Path:
+    return built_pairs[0]
+
+
+@pytest.fixture
+def pair_rows(built_pairs) -> list[dict]:
+    """The writer's pair rows; a fresh copy per test, so a test may corrupt them."""
+    return copy.deepcopy(built_pairs[1])
 
 
 def tiny_args(model: Path, data: Path, out: Path, **overrides) -> list[str]:
@@ -145,7 +139,7 @@ def tiny_args(model: Path, data: Path, out: Path, **overrides) -> list[str]:
         "output_dir": str(out),
         "per_device_train_batch_size": 4,
         "gradient_accumulation_steps": 1,
-        "max_length": 256,
+        "max_length": 2048,  # the real prompts: ~1,300-1,550 tokens for the tiny tokenizer
         "learning_rate": 1e-3,  # large, so 4 steps visibly move the adapter
         "warmup_steps": 0,
         "lr_scheduler_type": "constant",
@@ -172,10 +166,16 @@ def resumed_run(tiny_model, pairs_folder, tmp_path_factory):
 # --- the dataset format -------------------------------------------------------
 
 
-def test_pairs_config_loads_from_hub_layout_folder(pairs_folder):
+def test_pairs_config_loads_from_hub_layout_folder(built_pairs):
+    pairs_folder, written = built_pairs
     ds = load_dataset(str(pairs_folder), "pairs")["train"]
-    assert len(ds) == 16
+    assert len(ds) == len(written) >= 8 and ds.to_list() == written
     assert ds[0]["prompt"][0]["role"] == "system" and ds[0]["chosen"][0]["role"] == "assistant"
+    # Both pair sources; rejected sides are the model's bad answers (a simulated
+    # miss or foul, prose), never its empty one (it says nothing about play).
+    assert {r["source"] for r in written} == {"oracle-vs-llm", "on-policy"}
+    rejected = {r["rejected"][0]["content"] for r in written}
+    assert PROSE in rejected and any(t.startswith("{") for t in rejected) and "" not in rejected
     check_pairs(ds)
 
 
@@ -188,7 +188,7 @@ def test_pairs_go_into_dpotrainer_without_remapping(tiny_model, pairs_folder, tm
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     trainer = DPOTrainer(
         model=str(tiny_model),
-        args=DPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, max_length=256, report_to="none"),
+        args=DPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, max_length=2048, report_to="none"),
         train_dataset=ds,
         processing_class=tokenizer,
         peft_config=LoraConfig(r=4, target_modules="all-linear"),
@@ -205,18 +205,18 @@ def test_pairs_go_into_dpotrainer_without_remapping(tiny_model, pairs_folder, tm
 # --- check_pairs ----------------------------------------------------------------
 
 
-def test_check_pairs_accepts_valid_rows():
-    check_pairs(Dataset.from_list(make_pair_rows(4)))
+def test_check_pairs_accepts_valid_rows(pair_rows):
+    check_pairs(Dataset.from_list(pair_rows[:4]))
 
 
-def test_check_pairs_names_missing_column():
-    rows = [{k: v for k, v in r.items() if k != "rejected"} for r in make_pair_rows(2)]
+def test_check_pairs_names_missing_column(pair_rows):
+    rows = [{k: v for k, v in r.items() if k != "rejected"} for r in pair_rows[:2]]
     with pytest.raises(PairsFormatError, match=r"missing column\(s\) \['rejected'\].*dataset_config: pairs"):
         check_pairs(Dataset.from_list(rows))
 
 
-def test_check_pairs_names_empty_message_list():
-    rows = make_pair_rows(3)
+def test_check_pairs_names_empty_message_list(pair_rows):
+    rows = pair_rows[:3]
     rows[2]["chosen"] = []
     with pytest.raises(PairsFormatError, match=r"row 2: `chosen` is an empty message list"):
         check_pairs(Dataset.from_list(rows))
@@ -230,8 +230,8 @@ def test_check_pairs_names_empty_message_list():
         ({"role": "user", "content": "{}"}, r"`rejected`\[0\]: role 'user' is not allowed in `rejected`"),
     ],
 )
-def test_check_pairs_names_malformed_message(message, problem):
-    rows = make_pair_rows(2)
+def test_check_pairs_names_malformed_message(message, problem, pair_rows):
+    rows = pair_rows[:2]
     rows[1]["rejected"] = [message]
     # From a list of dicts (not Arrow), so a missing key stays missing.
     with pytest.raises(PairsFormatError, match=r"row 1: " + problem):
@@ -241,17 +241,17 @@ def test_check_pairs_names_malformed_message(message, problem):
         check_pairs(Dataset.from_list(rows))
 
 
-def test_check_pairs_rejects_identical_sides():
-    rows = make_pair_rows(2)
+def test_check_pairs_rejects_identical_sides(pair_rows):
+    rows = pair_rows[:2]
     rows[0]["rejected"] = rows[0]["chosen"]
     with pytest.raises(PairsFormatError, match="row 0: `chosen` and `rejected` are identical"):
         check_pairs(rows)
 
 
-def test_script_validates_pairs_before_loading_the_model(tmp_path):
-    rows = make_pair_rows(4)
+def test_script_validates_pairs_before_loading_the_model(pairs_folder, pair_rows, tmp_path):
+    rows = pair_rows[:4]
     rows[3]["prompt"] = []
-    data = write_dataset_folder(tmp_path / "bad", rows)
+    data = write_pairs(shutil.copytree(pairs_folder, tmp_path / "bad"), rows)
     # The model path does not exist: reaching the model load would fail differently.
     with pytest.raises(PairsFormatError, match="row 3: `prompt` is an empty message list"):
         dpo.main(tiny_args(tmp_path / "no-model", data, tmp_path / "out", max_steps=1))
@@ -295,7 +295,7 @@ def test_lora_adapter_moved_from_init(resumed_run):
     assert json.loads((second.adapter_dir / "adapter_config.json").read_text())["peft_type"] == "LORA"
 
 
-def test_merged_model_differs_from_base_loads_and_generates(resumed_run, tiny_model):
+def test_merged_model_differs_from_base_loads_and_generates(resumed_run, tiny_model, pair_rows):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     _, second = resumed_run
@@ -308,7 +308,7 @@ def test_merged_model_differs_from_base_loads_and_generates(resumed_run, tiny_mo
     assert any("q_proj" in n for n in changed)
 
     tokenizer = AutoTokenizer.from_pretrained(second.merged_dir)
-    messages = make_pair_rows(1)[0]["prompt"]
+    messages = pair_rows[0]["prompt"]
     inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
     out = merged.generate(**inputs, max_new_tokens=8, do_sample=False)
     assert out.shape[1] > inputs["input_ids"].shape[1]

@@ -80,7 +80,11 @@ def test_invalid_shots_are_recorded_not_raised(board, shot, reason):
 
 def test_phi_is_wrapped_not_clamped():
     assert Shot(-90.0, 5.0).validated().phi == 270.0
-    assert Shot(450.0 - 360.0, 5.0).validated().phi == 90.0
+    # Wrapping moves a value into [0, 360); clamping would leave 360 at 360 or 359.99...
+    assert Shot(360.0, 5.0).validated().phi == 0.0
+    assert Shot(-360.0, 5.0).validated().phi == 0.0
+    assert Shot(-0.5, 5.0).validated().phi == 359.5
+    assert Shot(359.5, 5.0).validated().phi == 359.5  # inside the range: unchanged
 
 
 def test_event_limit_and_timeout_are_statuses(board):

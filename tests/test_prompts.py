@@ -22,7 +22,9 @@ from poolbench_data.protocol.prompts import (
     messages,
     user_prompt,
 )
+from poolbench_data.core.geometry import angle_deg, ghost_ball
 from poolbench_data.core.records import InvalidShot, Scenario, Shot
+from poolbench_data.core.table import geometry
 
 # Every prompt text ever shipped, by version. Changing any prompt text changes
 # the digest: bump PROMPT_VERSION and add a line here (never edit old lines).
@@ -30,8 +32,8 @@ PROMPT_DIGESTS = {
     "poolbench-a1-v1": "2d22863be1c98f4a6a892bbe1cc9a6603b044e6690a16960ac993b5d03dd25a6",
 }
 
-PAPER_NAME = "000_3a3d36e904b37332.txt"
-REPO = Path(__file__).resolve().parents[1]
+# Appendix A of the PoolBench paper, copied verbatim (see the file's first line).
+PAPER_APPENDIX_A = Path(__file__).resolve().parent / "fixtures" / "paper_appendix_a.txt"
 
 
 def s000() -> Scenario:
@@ -49,10 +51,10 @@ def prompt_digest() -> str:
 
 
 def paper_text() -> str:
-    for p in (Path("/work/shared/seeds") / PAPER_NAME, REPO.parent / "shared" / "seeds" / PAPER_NAME):
-        if p.exists():
-            return p.read_text(encoding="utf-8")
-    pytest.skip("the PoolBench paper text is not available on this machine")
+    """The paper's Appendix A, from the fixture the repository carries (never skipped)."""
+    header, text = PAPER_APPENDIX_A.read_text(encoding="utf-8").split("\n", 1)
+    assert header.startswith("# ") and text.startswith("A. LLM Prompt\n"), PAPER_APPENDIX_A
+    return text
 
 
 # --- version pin ---------------------------------------------------------------
@@ -116,12 +118,21 @@ def test_worked_example_appears_verbatim():
 
 
 def test_worked_example_numbers_are_the_ghost_ball_construction():
-    C, T, P, D = (0.5, 0.3), (0.7, 1.0), (1.07, 2.13), 0.05715
-    v = (T[0] - P[0], T[1] - P[1])
-    n = math.hypot(*v)
-    G = (T[0] + v[0] / n * D, T[1] + v[1] / n * D)
-    assert (round(G[0], 4), round(G[1], 4)) == (0.6822, 0.9457)
-    assert round(math.degrees(math.atan2(G[1] - C[1], G[0] - C[0])), 1) == 74.2
+    # The example's inputs and results as the prompt states them, recomputed by
+    # the package's own ghost-ball geometry (the one every baseline aims with).
+    nums = r"\(([-\d.]+), ([-\d.]+)\)"
+    m = re.search(rf"Cue C = {nums}, Target T = {nums}, Pocket P = {nums}, BALL_DIAMETER = ([\d.]+) m", SYSTEM_PROMPT)
+    cx, cy, tx, ty, px, py, d = map(float, m.groups())
+    assert fmt(geometry().ball_diameter, 5) == m.group(7)
+    gx, gy = ghost_ball(tx, ty, px, py)
+    assert f"ghost = T + unit * BALL_DIAMETER = ({fmt(gx)}, {fmt(gy)})." in SYSTEM_PROMPT
+    assert (fmt(gx), fmt(gy)) == ("0.6822", "0.9457")
+    phi = angle_deg(cx, cy, gx, gy)
+    assert f"aim_angle_deg = atan2({fmt(gy - cy)}, {fmt(gx - cx)}) = {phi:.1f} degrees." in SYSTEM_PROMPT
+    # The example's answer is the prompt's worked action: it parses to the same shot.
+    r = parse_action(json.dumps({"target_ball": "1", "target_pocket": [px, py], "aim_angle_deg": round(phi, 1),
+                                 "cue_speed": 9.0}), s000())
+    assert (r.status, r.shot.target_pocket, r.shot.phi) == ("ok", "rt", 74.2)
 
 
 def test_system_prompt_has_no_typesetting_left():

@@ -145,7 +145,11 @@ def load_split(script_args: ScriptArguments, split: str):
             "dataset_name is not set. Fix: set it to a PoolBench dataset folder or Hub id "
             f"(with dataset_config: {config})."
         )
-    dataset = load_dataset(script_args.dataset_name, name=config)
+    # datasets caches a local folder under its name and card, not its files'
+    # contents: a rebuilt folder of the same name could be read back stale.
+    local = Path(script_args.dataset_name).is_dir()
+    dataset = load_dataset(script_args.dataset_name, name=config,
+                           download_mode="force_redownload" if local else None)
     if split not in dataset:
         raise ValueError(
             f"split {split!r} not found in {script_args.dataset_name} ({config}); "
