@@ -39,11 +39,39 @@ def test_every_malformed_response_is_scored_with_its_kind_and_the_run_continues(
     settings = EvalSettings(model="replay", backend="replay", samples=len(responses[0]))
     recs, _ = evaluate_model([s], backend, settings, progress=False)
     statuses = [r.parse_status for r in recs]
-    assert statuses == list(bad) + ["empty", "ok"]
-    for r in recs[:-1]:
+    assert statuses == list(bad) + ["request-failed", "ok"]
+    for r in recs[:-2]:
         assert r.shot is None and r.result is None and r.metrics.foul
         assert r.metrics.foul_reasons == ("not-fired", r.parse_status)
     assert recs[-1].metrics.clean_pot  # the Oracle's own answer, in the protocol format, pots
+
+
+def test_a_shot_without_a_response_is_no_foul_of_the_models(boards):
+    # "" is the model answering nothing (a foul); None is a request that got no response.
+    s = boards[0]
+    good = format_action(oracle(s).shot, s)
+    settings = EvalSettings(model="m", backend="replay", samples=3)
+    recs, gen = evaluate_model([s], ReplayBackend([[None, "", good]]), settings, progress=False)
+    failed, empty, ok = recs
+    assert (failed.parse_status, empty.parse_status, ok.parse_status) == ("request-failed", "empty", "ok")
+    assert not failed.metrics.foul and not failed.metrics.fired and failed.raw_response is None
+    assert failed.parse_message == "missing: no stored response"
+    assert empty.metrics.foul and empty.raw_response == ""
+    assert gen.failed_by_kind() == {"missing": 1}
+    (row,) = llm_trace_rows([failed], {}, settings)
+    assert row["parse_status"] == "request-failed" and not row["foul"] and row["sim_status"] == "not-fired"
+
+
+def test_failed_slots_name_which_samples_got_no_response():
+    from poolbench_data.llm.backend import GenerationFailure, GenerationResult
+
+    short = GenerationFailure(0, "short_response", "asked for 3 choices, got 1", 1, missing=2)
+    timeout = GenerationFailure(1, "timeout", "Request timed out.", 3, missing=3)
+    gen = GenerationResult([["a", "", ""], ["", "", ""], ["b", "c", "d"]], (short, timeout))
+    assert gen.failed_slots() == {(0, 1): short, (0, 2): short, (1, 0): timeout, (1, 1): timeout, (1, 2): timeout}
+    assert gen.failed_by_kind() == {"short_response": 2, "timeout": 3}
+    assert ReplayBackend([["x", None, "y"]]).generate([[{"role": "user", "content": "q"}]], n=3).failed_slots() \
+        .keys() == {(0, 1)}
 
 
 def test_trace_rows_carry_diagnostics_and_settings(boards):

@@ -16,6 +16,9 @@ def add_arguments(p) -> None:
     p.add_argument("traces", help="llm_traces.jsonl written by `poolbench eval`")
     p.add_argument("--name", default=None, help="the player to re-score when the file holds several")
     p.add_argument("--out", default="", help="report folder (default: TRACES' folder + '_rescored')")
+    p.add_argument("--max_failed_share", type=float, default=0.0,
+                   help="share of shots stored without a response (their request failed) that a re-score "
+                        "accepts; beyond it the run fails as `poolbench eval` does (exit 1, marked incomplete)")
 
 
 def boards_of(rows: list[dict]) -> tuple[int, int]:
@@ -53,7 +56,8 @@ def run(args) -> int:
     eval_args = p.parse_args([])
     eval_args.__dict__.update(backend="replay", responses=str(path), name=args.name, model=args.name or first["player"],
                               n=n, seed=seed, samples=samples, temperature=first["temperature"] or 0.0,
-                              out=args.out or str(path.parent) + "_rescored", boards=0, quiet=True)
+                              out=args.out or str(path.parent) + "_rescored", boards=0, quiet=True,
+                              max_failed_share=args.max_failed_share)
     if args.name is None:
         eval_args.name = first["player"]
     return eval_cmd.run(eval_args)

@@ -26,8 +26,9 @@ class GenerationFailure:
     """One request that produced no (or too few) responses.
 
     kind: "timeout", "connection", "rate_limit", "server_error", "client_error",
-    "short_response" (fewer than n choices came back), "engine" or "missing"
-    (replay: no stored response).
+    "short_response" (fewer than n choices came back), "deadline" (the run's
+    deadline passed before it was answered), "engine" or "missing" (replay:
+    no stored response).
     """
 
     conversation: int
@@ -35,6 +36,12 @@ class GenerationFailure:
     error: str
     attempts: int
     missing: int  # how many of the n slots were filled with ""
+    # Which slots those are; () means the last `missing` (a short response is
+    # cut at its end), replay names them because a stored None can be anywhere.
+    samples: tuple[int, ...] = ()
+
+    def slots(self, n: int) -> tuple[int, ...]:
+        return tuple(self.samples) or tuple(range(n - self.missing, n))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,6 +61,17 @@ class GenerationResult:
 
     def failure_of(self, conversation: int) -> GenerationFailure | None:
         return next((f for f in self.failures if f.conversation == conversation), None)
+
+    def failed_slots(self) -> dict[tuple[int, int], GenerationFailure]:
+        """{(conversation, sample): its failure} for every slot that holds no response."""
+        return {(f.conversation, j): f for f in self.failures for j in f.slots(len(self.texts[f.conversation]))}
+
+    def failed_by_kind(self) -> dict[str, int]:
+        """Slots without a response, by failure kind."""
+        out: dict[str, int] = {}
+        for f in self.failed_slots().values():
+            out[f.kind] = out.get(f.kind, 0) + 1
+        return dict(sorted(out.items()))
 
 
 @runtime_checkable

@@ -1,15 +1,18 @@
 """Any OpenAI-compatible chat endpoint (the `vllm` OpenAI server, hosted APIs),
-with bounded concurrency, retries and per-request timeouts."""
+with bounded concurrency, retries, per-request timeouts and a deadline for a
+whole `generate` call."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from poolbench_data.llm.backend import (
@@ -20,6 +23,39 @@ from poolbench_data.llm.backend import (
     validate_request,
 )
 from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+
+
+# Query parameters whose values are secrets (api_key=, access_token=, sig=, ...).
+_SECRET_PARAM = re.compile(r"([?&;](?:[\w.-]*(?:key|token|secret|passw(?:or)?d|pwd|auth\w*|sig(?:nature)?|"
+                           r"credential\w*|session\w*))=)[^&;#\s'\"]*", re.IGNORECASE)
+_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/?#\s'\"]+@", re.IGNORECASE)
+# A run must still finish if a thread is stuck past its own timeout (a server
+# that trickles bytes never trips a read timeout): the deadline plus this.
+DEADLINE_GRACE_S = 5.0
+
+
+def redact(text: str) -> str:
+    """`text` with URL credentials masked: user:password@ -> ***@ and the
+    values of secret-looking query parameters (?api_key=...) -> ***. Every
+    message, log line and stored setting that can hold a base URL goes
+    through it."""
+    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(r"\1***@", str(text)))
+
+
+def _split_url(base_url: str) -> tuple[str, str | None, dict[str, str]]:
+    """(URL without credentials or query, basic-auth header or None, query).
+
+    urllib cannot send userinfo (it reads "user:secret@host" as a host with a
+    bad port and puts the secret in its error), and the openai client would
+    append paths after the query string, so both travel separately."""
+    parts = urllib.parse.urlsplit(base_url.strip())
+    auth = None
+    if parts.username is not None or parts.password is not None:
+        pair = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
+        auth = "Basic " + base64.b64encode(pair.encode()).decode()
+    netloc = parts.netloc.rpartition("@")[2]
+    query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", "")), auth, query
 
 
 class ServerUnavailableError(ConnectionError):
@@ -36,11 +72,23 @@ def _start_hint(base_url: str) -> str:
 
 
 def check_server(base_url: str, timeout: float = 5.0, api_key: str | None = None) -> list[str]:
-    """Fail fast, before any work, if the server is not up; return its model ids."""
-    url = base_url.rstrip("/") + "/models"
+    """Fail fast, before any work, if the server is not up; return its model ids.
+    Messages name the URL with its credentials masked (`redact`)."""
+    try:
+        return _models(base_url, timeout, api_key)
+    except (ServerUnavailableError, PermissionError) as exc:
+        raise type(exc)(redact(str(exc))) from None
+
+
+def _models(base_url: str, timeout: float, api_key: str | None) -> list[str]:
+    plain, basic, query = _split_url(base_url)
+    base_url = redact(base_url)
+    url = plain + "/models" + ("?" + urllib.parse.urlencode(query) if query else "")
     request = urllib.request.Request(url)
     if api_key:
         request.add_header("Authorization", f"Bearer {api_key}")
+    elif basic:
+        request.add_header("Authorization", basic)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             body = json.load(response)
@@ -51,7 +99,7 @@ def check_server(base_url: str, timeout: float = 5.0, api_key: str | None = None
                 "pass api_key= or set OPENAI_API_KEY"
             ) from exc
         raise ServerUnavailableError(
-            f"server at {base_url} is not up: GET {url} answered HTTP {exc.code}; {_start_hint(base_url)}"
+            f"server at {base_url} is not up: GET {redact(url)} answered HTTP {exc.code}; {_start_hint(base_url)}"
         ) from exc
     except (OSError, ValueError) as exc:  # URLError, timeouts, refused, bad JSON
         reason = getattr(exc, "reason", exc)
@@ -94,7 +142,12 @@ class OpenAIBackend:
     `concurrency` threads; connection errors, timeouts, 429 and 5xx are
     retried `retries` times with exponential backoff (honouring Retry-After);
     a request that still fails fills its slots with "" and is recorded in
-    the result's `failures`. The server is checked once, at construction.
+    the result's `failures`. So one request takes at most
+    timeout_s * (retries + 1) plus its backoff; `deadline_s` bounds a whole
+    `generate` call: attempts are cut short at it, and requests not answered
+    by then are failures of kind "deadline". The server is checked once, at
+    construction. Credentials in `base_url` (user:password@, ?api_key=) are
+    sent but never shown: settings and messages carry `redact(base_url)`.
     """
 
     name = "openai"
@@ -107,23 +160,28 @@ class OpenAIBackend:
         api_key: str | None = None,
         concurrency: int = 8,
         timeout_s: float = 60.0,
-        retries: int = 3,
+        retries: int = 2,
         backoff_s: float = 1.0,
+        deadline_s: float | None = None,
         extra_body: dict[str, Any] | None = None,
         check: bool = True,
     ) -> None:
-        import openai
-
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
-        self.base_url = base_url.rstrip("/")
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if deadline_s is not None and not deadline_s > 0:
+            raise ValueError(f"deadline_s must be > 0 (or None for no deadline), got {deadline_s}")
+        self.base_url = base_url.strip().rstrip("/")
+        self.shown_url = redact(self.base_url)
         self.model = model
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.retries = retries
         self.backoff_s = backoff_s
+        self.deadline_s = deadline_s
         # Server-specific fields sent with every request (vLLM's top_k,
         # repetition_penalty, ...); they stay out of the portable signature.
         self.extra_body = dict(extra_body or {})
@@ -133,12 +191,17 @@ class OpenAIBackend:
             served = check_server(self.base_url, timeout=min(max(timeout_s, 2.0), 10.0), api_key=api_key)
             if served and model not in served:
                 raise ValueError(
-                    f"model {model!r} is not served at {self.base_url}; it serves {served}. "
+                    f"model {model!r} is not served at {self.shown_url}; it serves {served}. "
                     "Pass one of those names (vLLM serves the --model path unless --served-model-name is set)"
                 )
+        import openai  # after the check: a server that is down is reported without this import's seconds
+
+        plain, basic, query = _split_url(self.base_url)
         # Retries are ours (to classify and record them), so the client's are off.
         self.client = openai.OpenAI(
-            base_url=self.base_url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0
+            base_url=plain, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0,
+            default_query=query or None,
+            default_headers={"Authorization": basic} if basic and not api_key else None,
         )
 
     def settings(self) -> dict[str, Any]:
@@ -146,12 +209,13 @@ class OpenAIBackend:
 
         return {
             "backend": self.name,
-            "base_url": self.base_url,
+            "base_url": self.shown_url,
             "model": self.model,
             "concurrency": self.concurrency,
             "timeout_s": self.timeout_s,
             "retries": self.retries,
             "backoff_s": self.backoff_s,
+            "deadline_s": self.deadline_s,
             "extra_body": self.extra_body,
             "openai_version": openai.__version__,
         }
@@ -174,11 +238,22 @@ class OpenAIBackend:
                 "json_schema": {"name": "response", "schema": json_schema, "strict": True},
             }
 
-        def one(i: int) -> tuple[list[str], GenerationFailure | None, dict[str, int]]:
-            return self._request(i, conversations[i], n, temperature, max_tokens, request_seed(seed, i), extra)
+        deadline = None if self.deadline_s is None else time.monotonic() + self.deadline_s
 
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(conversations)))) as pool:
-            done = list(pool.map(one, range(len(conversations))))
+        def one(i: int) -> tuple[list[str], GenerationFailure | None, dict[str, int]]:
+            return self._request(i, conversations[i], n, temperature, max_tokens, request_seed(seed, i), extra,
+                                 deadline)
+
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(conversations))))
+        try:
+            futures = [pool.submit(one, i) for i in range(len(conversations))]
+            wait(futures, timeout=None if self.deadline_s is None else self.deadline_s + DEADLINE_GRACE_S)
+        finally:
+            # A thread still stuck is abandoned, not waited for: the deadline holds.
+            pool.shutdown(wait=False, cancel_futures=True)
+        done = [f.result() if f.done() and not f.cancelled() else
+                self._past_deadline(i, n, 0, "still unanswered past the deadline; abandoned")
+                for i, f in enumerate(futures)]
         total = {"prompt_tokens": 0, "completion_tokens": 0}
         for _, _, usage in done:
             for key in total:
@@ -187,6 +262,12 @@ class OpenAIBackend:
 
     def close(self) -> None:
         self.client.close()
+
+    def _past_deadline(self, index: int, n: int, attempts: int, cause: str = ""):
+        what = f"cut short by the {self.deadline_s:g} s deadline" if attempts else (
+            f"not answered within the {self.deadline_s:g} s deadline")
+        return [""] * n, GenerationFailure(index, "deadline", what + (f" ({cause})" if cause else ""), attempts,
+                                           missing=n), {}
 
     def _request(
         self,
@@ -197,10 +278,15 @@ class OpenAIBackend:
         max_tokens: int,
         seed: int,
         extra: dict[str, Any],
+        deadline: float | None = None,
     ) -> tuple[list[str], GenerationFailure | None, dict[str, int]]:
         attempts = 0
         while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return self._past_deadline(index, n, attempts)
             attempts += 1
+            timeout = self.timeout_s if left is None else min(self.timeout_s, left)
             try:
                 response = self.client.chat.completions.create(
                     model=self.model,
@@ -209,16 +295,21 @@ class OpenAIBackend:
                     temperature=temperature,
                     max_tokens=max_tokens,
                     seed=seed,
+                    timeout=timeout,
                     **extra,
                 )
             except Exception as exc:  # noqa: BLE001 - classified, recorded, never raised
                 kind, retryable = _classify(exc)
+                error = redact(f"{type(exc).__name__}: {exc}")
+                if kind == "timeout" and timeout < self.timeout_s:
+                    return self._past_deadline(index, n, attempts, error)
                 if retryable and attempts <= self.retries:
                     delay = _retry_after(exc) or self.backoff_s * 2 ** (attempts - 1)
+                    if deadline is not None:
+                        delay = min(delay, max(0.0, deadline - time.monotonic()))
                     time.sleep(delay)
                     continue
-                failure = GenerationFailure(index, kind, f"{type(exc).__name__}: {exc}", attempts, missing=n)
-                return [""] * n, failure, {}
+                return [""] * n, GenerationFailure(index, kind, error, attempts, missing=n), {}
             choices = sorted(response.choices, key=lambda c: c.index)
             texts = [(c.message.content or "") for c in choices][:n]
             usage = {}

@@ -3,10 +3,16 @@
 messages (prompts) -> backend.generate -> parse_action -> simulate -> score.
 The backend only turns message lists into strings; everything before and
 after it is shared with every player.
+
+A shot whose request failed for good (timeout, refused, past the deadline)
+is no answer of the model's: it gets the parse status REQUEST_FAILED, no
+raw response, and is neither a foul nor a miss (reports leave it out of the
+model's rates and count it apart).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -18,12 +24,13 @@ from poolbench_data.protocol.prompts import (
     PROMPT_VERSION,
     messages,
 )
-from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.llm.backend import GenerationResult
+from poolbench_data.core.records import NOT_FIRED, Metrics, Scenario, Shot
+from poolbench_data.llm.backend import GenerationFailure, GenerationResult
 from poolbench_data.players.play import ShotRecord, play_shot
 from poolbench_data.players.traces import trace_row
 
 FEWSHOT_SEED = 99  # worked examples come from boards outside both splits
+REQUEST_FAILED = "request-failed"
 
 
 @dataclass(frozen=True)
@@ -44,12 +51,19 @@ class EvalSettings:
 
 def few_shot_examples(k: int, exclude: Sequence[str] = ()) -> list[tuple[Scenario, Shot]]:
     """k worked examples: boards from FEWSHOT_SEED where the Oracle pots."""
+    return list(_few_shot_examples(k, tuple(exclude)))
+
+
+# The Oracle's search costs seconds a board, and the prompt-length check and
+# the run both need the same examples.
+@functools.lru_cache(maxsize=8)
+def _few_shot_examples(k: int, exclude: tuple[str, ...]) -> tuple[tuple[Scenario, Shot], ...]:
     from poolbench_data.players import oracle
     from poolbench_data.boards.generate import iter_scenarios
 
     out: list[tuple[Scenario, Shot]] = []
     if k <= 0:
-        return out
+        return ()
     for s in iter_scenarios(10 * k + 20, FEWSHOT_SEED):
         if s.id in exclude:
             continue
@@ -58,12 +72,26 @@ def few_shot_examples(k: int, exclude: Sequence[str] = ()) -> list[tuple[Scenari
             out.append((s, d.shot))
             if len(out) == k:
                 break
-    return out
+    return tuple(out)
 
 
 def conversations(scenarios: Sequence[Scenario], few_shot: int = 0) -> list[list[dict]]:
     examples = few_shot_examples(few_shot)
     return [messages(s, examples) for s in scenarios]
+
+
+def load_tokenizer(model: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model)
+
+
+def prompt_tokens(tokenizer, convs: Sequence[list[dict]]) -> list[int]:
+    """Prompt length in tokens of each conversation, as vLLM's `LLM.chat`
+    counts it: the model's chat template with the assistant's turn opened,
+    then tokenized without adding special tokens again."""
+    texts = [tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in convs]
+    return [len(tokenizer.encode(t, add_special_tokens=False)) for t in texts]
 
 
 def evaluate_model(scenarios: Sequence[Scenario], backend, settings: EvalSettings, *, player: str | None = None,
@@ -75,19 +103,27 @@ def evaluate_model(scenarios: Sequence[Scenario], backend, settings: EvalSetting
     gen = backend.generate(convs, n=settings.samples, temperature=settings.temperature,
                            max_tokens=settings.max_tokens, seed=settings.seed,
                            json_schema=ACTION_JSON_SCHEMA if settings.structured else None)
-    failures = {f.conversation: f for f in gen.failures}
+    failed = gen.failed_slots()
     name = player or settings.model
     records = []
     for i, (s, texts) in enumerate(tqdm(list(zip(scenarios, gen.texts)), desc="simulating", unit="scenario",
                                         disable=not progress)):
         for j, text in enumerate(texts):
+            if (i, j) in failed:
+                records.append(request_failed(s, failed[i, j], player=name, sample=j))
+                continue
             p = parse_action(text, s)
-            message = p.message
-            if i in failures and not text:
-                message = f"{failures[i].kind}: {failures[i].error}"
             records.append(play_shot(s, p.shot, player=name, kind="llm", sample=j, how=p.status,
-                                     raw_response=text, parse_status=p.status, parse_message=message))
+                                     raw_response=text, parse_status=p.status, parse_message=p.message))
     return records, gen
+
+
+def request_failed(s: Scenario, failure: GenerationFailure, *, player: str, sample: int) -> ShotRecord:
+    """The record of a shot whose request got no response: not fired, and no foul of the model's."""
+    metrics = Metrics(False, False, False, False, (NOT_FIRED, REQUEST_FAILED))
+    return ShotRecord(s.id, s.category, player, "llm", sample, None, None, metrics, how=REQUEST_FAILED,
+                      raw_response=None, parse_status=REQUEST_FAILED,
+                      parse_message=f"{failure.kind}: {failure.error}")
 
 
 def llm_trace_rows(records: Sequence[ShotRecord], oracle_shots: dict[str, Shot], settings: EvalSettings) -> list[dict]:

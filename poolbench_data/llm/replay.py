@@ -13,7 +13,8 @@ class ReplayBackend:
     name = "replay"
 
     def __init__(self, responses: Sequence[Sequence[str | None]], model: str = "replay"):
-        """responses[i] holds the n responses for conversation i (None = no text, e.g. a timeout)."""
+        """responses[i] holds the n responses for conversation i (None = no response: its request
+        failed, e.g. a timeout; it is replayed as a failure of kind "missing", not as an answer)."""
         self.responses = [list(r) for r in responses]
         self.model = model
 
@@ -26,9 +27,12 @@ class ReplayBackend:
         if short:
             raise ValueError(f"replay conversation {short[0]} has fewer than n={n} responses")
         texts = [[t if t is not None else "" for t in r[:n]] for r in self.responses]
-        failures = tuple(GenerationFailure(i, "missing", "no stored response", 0, sum(t is None for t in r[:n]))
-                         for i, r in enumerate(self.responses) if any(t is None for t in r[:n]))
-        return GenerationResult(texts, failures)
+        failures = []
+        for i, r in enumerate(self.responses):
+            gaps = tuple(j for j, t in enumerate(r[:n]) if t is None)
+            if gaps:
+                failures.append(GenerationFailure(i, "missing", "no stored response", 0, len(gaps), samples=gaps))
+        return GenerationResult(texts, tuple(failures))
 
     def settings(self) -> dict:
         return {"backend": self.name, "model": self.model}

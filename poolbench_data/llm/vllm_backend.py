@@ -136,7 +136,13 @@ class VLLMBackend:
             return GenerationResult([])
         if self.llm is None:
             raise RuntimeError("VLLMBackend is closed; create a new one")
-        params = self._sampling_params(len(conversations), n, temperature, max_tokens, seed, json_schema)
+        try:
+            params = self._sampling_params(len(conversations), n, temperature, max_tokens, seed, json_schema)
+        except _refusals() as exc:
+            # Every request shares these settings, so no request could run.
+            reason = " ".join(str(exc).split())  # one line: the CLI prints it as its error
+            raise ValueError(f"vLLM refused the sampling settings (n={n}, temperature={temperature}, "
+                             f"max_tokens={max_tokens}): {reason}") from exc
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
         try:
             outputs = self.llm.chat(conversations, params, use_tqdm=False)
@@ -176,6 +182,16 @@ class VLLMBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _refusals() -> tuple[type[BaseException], ...]:
+    """What SamplingParams raises for a bad value: vLLM's own VLLMValidationError
+    is no ValueError, so a caller that handles ValueError would miss it."""
+    try:
+        from vllm.exceptions import VLLMError
+    except ImportError:  # an older vLLM raised plain ValueError
+        return (ValueError, TypeError)
+    return (ValueError, TypeError, VLLMError)
 
 
 def _engine_dead(exc: BaseException) -> bool:
