@@ -87,6 +87,7 @@ def test_unknown_config_lists_the_available_ones(built, monkeypatch):
         check_config("boards")
 
 
+@pytest.mark.slow
 def test_loads_in_an_environment_with_only_datasets(built, tmp_path):
     """A user without poolbench_data: a fresh venv with only `datasets`."""
     from importlib.metadata import version
@@ -109,6 +110,7 @@ def test_loads_in_an_environment_with_only_datasets(built, tmp_path):
     assert got == {c: features(c).to_dict() for c in ("scenarios", "traces")}
 
 
+@pytest.mark.slow
 def test_second_build_is_byte_identical(built, tmp_path):
     root, _ = built
     again = tmp_path / "poolbench"

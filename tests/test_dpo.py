@@ -179,6 +179,7 @@ def test_pairs_config_loads_from_hub_layout_folder(built_pairs):
     check_pairs(ds)
 
 
+@pytest.mark.slow
 def test_pairs_go_into_dpotrainer_without_remapping(tiny_model, pairs_folder, tmp_path):
     from peft import LoraConfig
     from transformers import AutoTokenizer
@@ -267,6 +268,7 @@ def test_embedded_model_error_is_clear_when_module_missing(monkeypatch):
 # --- training, saving, resuming ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_training_loss_is_finite(resumed_run):
     _, second = resumed_run
     losses = [entry["loss"] for entry in second.log_history if "loss" in entry]
@@ -274,6 +276,7 @@ def test_training_loss_is_finite(resumed_run):
     assert math.isfinite(second.training_loss)
 
 
+@pytest.mark.slow
 def test_resumes_from_last_checkpoint(resumed_run):
     first, second = resumed_run
     assert first.resumed_from is None and first.global_step == 2
@@ -285,6 +288,7 @@ def test_resumes_from_last_checkpoint(resumed_run):
     assert (second.output_dir / "checkpoint-4").is_dir()
 
 
+@pytest.mark.slow
 def test_lora_adapter_moved_from_init(resumed_run):
     _, second = resumed_run
     weights = load_file(second.adapter_dir / "adapter_model.safetensors")
@@ -295,6 +299,7 @@ def test_lora_adapter_moved_from_init(resumed_run):
     assert json.loads((second.adapter_dir / "adapter_config.json").read_text())["peft_type"] == "LORA"
 
 
+@pytest.mark.slow
 def test_merged_model_differs_from_base_loads_and_generates(resumed_run, tiny_model, pair_rows):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -314,6 +319,7 @@ def test_merged_model_differs_from_base_loads_and_generates(resumed_run, tiny_mo
     assert out.shape[1] > inputs["input_ids"].shape[1]
 
 
+@pytest.mark.slow
 def test_same_seed_gives_the_same_adapter(resumed_run, tiny_model, pairs_folder, tmp_path):
     first, _ = resumed_run
     again = dpo.main(tiny_args(tiny_model, pairs_folder, tmp_path / "again", max_steps=2))
@@ -323,6 +329,7 @@ def test_same_seed_gives_the_same_adapter(resumed_run, tiny_model, pairs_folder,
     assert all(torch.equal(before[k], after[k]) for k in before)
 
 
+@pytest.mark.slow
 def test_full_fine_tuning_saves_the_model_only(tiny_model, pairs_folder, tmp_path):
     # Without LoRA TRL loads a second copy of the model as the reference.
     result = dpo.main(tiny_args(tiny_model, pairs_folder, tmp_path / "full", max_steps=1, use_peft="false"))

@@ -17,6 +17,7 @@ def dataset(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_eval_embedded_model_structured_appends_traces(dataset, tmp_path, capsys):
     from poolbench_data.hub.folder import read_rows
 
@@ -51,6 +52,7 @@ def test_eval_embedded_model_structured_appends_traces(dataset, tmp_path, capsys
     assert sum(r["player"] == "smol" for r in traces) == 8 and sum(r["player"] == "oracle" for r in traces) == 2
 
 
+@pytest.mark.slow
 def test_rerun_replaces_llm_rows_instead_of_duplicating(dataset):
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.hub.update import replace_rows

@@ -67,6 +67,7 @@ def test_import_is_light() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@pytest.mark.slow
 def test_default_model_is_converted_once(model_dir: Path) -> None:
     assert (model_dir / "config.json").is_file()
     assert (model_dir / "model.safetensors").is_file()
@@ -152,6 +153,7 @@ def backend(model_dir: Path) -> Iterator[VLLMBackend]:
     backend.close()
 
 
+@pytest.mark.slow
 class TestVLLMBackend:
 
     def test_shapes_and_same_seed_same_strings(self, backend: VLLMBackend) -> None:
@@ -213,6 +215,7 @@ def server(model_dir: Path) -> Iterator[str]:
         check_server(base_url, timeout=2.0)
 
 
+@pytest.mark.slow
 class TestOpenAIBackend:
 
     def test_generate(self, server: str, model_dir: Path) -> None:

@@ -269,6 +269,7 @@ def test_model_folder_without_config_is_refused(tmp_path):
         sft.main(tiny_args(tmp_path / "empty", tmp_path / "no-data", tmp_path / "out", max_steps=1))
 
 
+@pytest.mark.slow
 def test_completion_only_loss_false_is_refused(tiny_model, sft_folder, tmp_path):
     with pytest.raises(ValueError, match="completion_only_loss=false would train on the prompt"):
         sft.main(tiny_args(tiny_model, sft_folder, tmp_path / "out", max_steps=1, completion_only_loss=False))
@@ -301,6 +302,7 @@ def test_rows_over_max_length_are_counted_and_dropped_within_the_share(tiny_mode
     assert all(labels[-2] != -100 for labels in trainer.train_dataset["labels"])  # the end of turn is trained
 
 
+@pytest.mark.slow
 def test_max_length_measure_matches_trl(tiny_model, long_folder, tmp_path):
     """Without the script's filter TRL drops exactly the rows measure_lengths calls prompt_too_long."""
     from transformers import AutoTokenizer
@@ -321,6 +323,7 @@ def test_max_length_measure_matches_trl(tiny_model, long_folder, tmp_path):
 # --- what the trainer sees ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_loss_is_on_the_completion_only(tiny_model, sft_folder, tmp_path):
     trainer, tokenizer, _ = sft.make_trainer(*parse(tiny_args(tiny_model, sft_folder, tmp_path / "out")))
     assert trainer.args.completion_only_loss is True
@@ -345,6 +348,7 @@ def test_loss_is_on_the_completion_only(tiny_model, sft_folder, tmp_path):
 # --- training, saving, resuming ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_training_loss_is_finite(resumed_run):
     _, second = resumed_run
     losses = [entry["loss"] for entry in second.log_history if "loss" in entry]
@@ -354,6 +358,7 @@ def test_training_loss_is_finite(resumed_run):
     assert results["train_rows"] == results["train_rows_kept"] == 12
 
 
+@pytest.mark.slow
 def test_resumes_from_last_checkpoint(resumed_run):
     first, second = resumed_run
     assert first.resumed_from is None and first.global_step == 2
@@ -365,6 +370,7 @@ def test_resumes_from_last_checkpoint(resumed_run):
     assert (second.output_dir / "checkpoint-4").is_dir()
 
 
+@pytest.mark.slow
 def test_lora_adapter_is_saved_and_trained(resumed_run):
     _, second = resumed_run
     weights = load_file(second.adapter_dir / "adapter_model.safetensors")
@@ -376,6 +382,7 @@ def test_lora_adapter_is_saved_and_trained(resumed_run):
     assert json.loads((second.adapter_dir / "adapter_config.json").read_text())["peft_type"] == "LORA"
 
 
+@pytest.mark.slow
 def test_merged_model_keeps_the_update_loads_and_generates(resumed_run, tiny_model):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -410,6 +417,7 @@ def test_merged_model_keeps_the_update_loads_and_generates(resumed_run, tiny_mod
     assert out.shape[1] > inputs["input_ids"].shape[1]
 
 
+@pytest.mark.slow
 def test_full_fine_tuning_saves_the_model_only(tiny_model, sft_folder, tmp_path):
     result = sft.main(tiny_args(tiny_model, sft_folder, tmp_path / "full", max_steps=1, use_peft="false",
                                 dtype="float32"))
