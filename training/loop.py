@@ -62,6 +62,7 @@ class LoopArguments:
     extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
     extra_dpo_args: str = field(default="", metadata={"help": "More training/dpo.py arguments."})
     results_json: str = field(default="", metadata={"help": "Also write the before/after JSON here."})
+    after_model: str = field(default="dpo", metadata={"help": "What `after` evaluates: dpo (SFT + DPO) or sft."})
 
 
 def _run(cmd: list[str]) -> None:
@@ -142,12 +143,12 @@ class Loop:
                   str(self.sft_dir / "merged"), *self.a.extra_dpo_args.split()])
 
     def after(self):
-        self.eval("after", str(self.dpo_dir / "merged"))
+        self.eval("after", str((self.dpo_dir if self.a.after_model == "dpo" else self.sft_dir) / "merged"))
 
     def compare(self):
         _run(self.cli + ["compare", str(self.work / "before" / "llm_traces.jsonl"),
                          str(self.work / "after" / "llm_traces.jsonl"), "--out", str(self.work / "comparison.txt")])
-        result = pilot_result(self.work, self.data)
+        result = pilot_result(self.work, self.data, "SFT + DPO" if self.a.after_model == "dpo" else "SFT only")
         result["command"] = "python training/loop.py " + shlex.join(sys.argv[1:])
         text = json.dumps(result, indent=2, sort_keys=True) + "\n"
         (self.work / "pilot.json").write_text(text)
@@ -207,7 +208,7 @@ def player_stats(rows: list[dict]) -> dict:
     }
 
 
-def pilot_result(work: Path, data: Path) -> dict:
+def pilot_result(work: Path, data: Path, after_label: str) -> dict:
     """Before/after of the loop in the shape docs/results/pilot_*.json keeps."""
     from poolbench_data.report.stats import mcnemar_exact
 
@@ -224,6 +225,7 @@ def pilot_result(work: Path, data: Path) -> dict:
     baseline = {name: {m: summary[name]["overall"][m]["k"] for m in ("legal_contact", "own_potted", "clean_pot", "foul")}
                 for name in ("random", "heuristic-centre") if name in summary}
     return {
+        "after_model": after_label,
         "n": len(b),
         "before": player_stats(before),
         "after": player_stats(after),
@@ -270,7 +272,7 @@ def scaling_rows(work: Path) -> list[dict]:
     for name in names:
         traces = work / name / "llm_traces.jsonl"
         if traces.exists():
-            label = {"before": "base (0 examples)", "sft": "SFT (all)", "after": "SFT + DPO"}.get(
+            label = {"before": "base (0 examples)", "sft": "SFT (all)", "after": "after"}.get(
                 name, f"SFT ({name[4:]} examples)")
             rows.append({"model": label, **player_stats(_rows(traces))})
     return rows
@@ -330,6 +332,8 @@ def main(argv=None) -> int:
                         ("--samples", a.samples)):
             if v < 1:
                 raise UserError(f"{name} must be >= 1 (got {v})")
+        if a.after_model not in ("dpo", "sft"):
+            raise UserError(f"--after_model must be dpo or sft (got {a.after_model!r})")
         if a.sample_n > a.train_n:
             raise UserError(f"--sample_n {a.sample_n} exceeds --train_n {a.train_n}; sample on the train boards")
         loop = Loop(a)
