@@ -338,7 +338,8 @@ def main(argv=None) -> int:
             raise UserError(f"--sample_n {a.sample_n} exceeds --train_n {a.train_n}; sample on the train boards")
         loop = Loop(a)
         loop.work.mkdir(parents=True, exist_ok=True)
-        (loop.work / ".started").touch(exist_ok=True)
+        if not (loop.work / ".started").exists():  # the first run of this work_dir starts the clock
+            (loop.work / ".started").touch()
         for stage in STAGES:
             if stage in stages:
                 getattr(loop, stage)()
