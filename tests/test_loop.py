@@ -1,0 +1,75 @@
+"""training/loop.py's before/after JSON, from real evaluations (replay backend)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _loop():
+    import sys
+
+    spec = importlib.util.spec_from_file_location("training_loop", REPO / "training" / "loop.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def _responses(path: Path, texts: list[str], boards) -> Path:
+    from poolbench_data.llm.player import EvalSettings, evaluate_model, llm_trace_rows
+    from poolbench_data.llm.replay import ReplayBackend
+
+    settings = EvalSettings(model="m", backend="replay")
+    recs, _ = evaluate_model(boards, ReplayBackend([[t] for t in texts]), settings, player="m", progress=False)
+    path.write_text("".join(json.dumps(r) + "\n" for r in llm_trace_rows(recs, {}, settings)))
+    return path
+
+
+@pytest.mark.slow
+def test_pilot_json_has_the_issue_shape_and_counts_what_the_traces_say(tmp_path):
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.cli import main
+    from poolbench_data.players import oracle
+    from poolbench_data.protocol.prompts import format_action
+
+    boards = generate(4)
+    actions = [format_action(oracle(s).shot, s) for s in boards]
+    work = tmp_path / "work"
+    for name, texts in (("before", ["no idea"] * 4), ("after", actions[:3] + ["still no idea"])):
+        src = _responses(tmp_path / f"{name}.jsonl", texts, boards)
+        assert main(["eval", "--backend", "replay", "--responses", str(src), "--n", "4", "--name", name,
+                     "--out", str(work / name), "--boards", "0", "--quiet"]) == 0
+    loop = _loop()
+    result = loop.pilot_result(work, tmp_path / "no-dataset", "SFT only")
+    assert result["n"] == 4 and result["after_model"] == "SFT only"
+    keys = {"parseable", "legal_contact", "own_potted", "clean_pot", "foul", "median_abs_angle_error_deg",
+            "distinct_aims"}
+    assert set(result["before"]) == keys and set(result["after"]) == keys
+    assert result["before"]["parseable"] == 0 and result["before"]["median_abs_angle_error_deg"] is None
+    assert result["after"]["parseable"] == 3 and result["after"]["distinct_aims"] >= 1
+    # The Oracle's own actions: aim error 0 to the Oracle of the same report.
+    assert result["after"]["median_abs_angle_error_deg"] == 0.0
+    assert result["after"]["legal_contact"] == sum(
+        json.loads(x)["legal_contact"] for x in (work / "after" / "llm_traces.jsonl").read_text().splitlines())
+    assert set(result["mcnemar_p"]) == {"legal_contact", "own_potted", "parseable"}
+    assert result["mcnemar_p"]["parseable"] == pytest.approx(0.25)  # 3 discordant of 3: 2 * 0.5**3
+    assert set(result["random"]) >= {"legal_contact"}
+    assert [r["model"] for r in result["scaling"]] == ["base (0 examples)", "after"]
+    table = loop.scaling_table(work).splitlines()
+    assert table[-1].split()[:2] == ["after", "3"]  # the after row, parseable first
+
+
+def test_bad_loop_arguments_are_one_line(capsys):
+    loop = _loop()
+    for argv, words in ((["--stages", "warmup"], "--stages"), (["--train_seed", "0"], "--train_seed 0"),
+                        (["--sample_n", "500", "--train_n", "400"], "--sample_n"),
+                        (["--after_model", "ppo"], "--after_model")):
+        assert loop.main(argv) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1, err
