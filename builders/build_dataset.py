@@ -3,6 +3,11 @@
     python builders/build_dataset.py                      # ./poolbench, 50 eval + 200 train boards
     python builders/build_dataset.py --push_to_hub --repo_id you/poolbench
 
+Sharded, for any scheduler (each shard anywhere, then one merge):
+
+    python builders/build_dataset.py --train_n 100000 --shard 0/4 --output_dir parts/0   # ... up to 3/4
+    python builders/merge_shards.py --shards_dir parts --output_dir poolbench
+
 Then, from the folder's parent: datasets.load_dataset("poolbench", "scenarios").
 """
 
@@ -28,16 +33,38 @@ class ScriptArguments(PushArguments):
                          metadata={"help": "Comma-separated baselines to trace (must include oracle)."})
     workers: int = field(default=0, metadata={"help": "Worker processes (0: one per core)."})
     overwrite: bool = field(default=False, metadata={"help": "Replace an existing output folder."})
+    shard: str = field(default="", metadata={"help": "I/K: build only the I-th of K slices of each split into a "
+                                                      "shard folder (merge with builders/merge_shards.py)."})
+
+
+def parse_shard(text: str) -> tuple[int, int] | None:
+    from poolbench_data.cli.args import UserError
+    from poolbench_data.hub.build import check_shard
+
+    if not text:
+        return None
+    try:
+        i, k = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise UserError(f"--shard {text!r}: write I/K, e.g. --shard 0/4 for the first of four shards") from None
+    return check_shard((i, k))
 
 
 def build(args: ScriptArguments) -> None:
+    from poolbench_data.cli.args import UserError
     from poolbench_data.hub.build import build_benchmark
     from poolbench_data.players.pool import default_workers
 
+    shard = parse_shard(args.shard)
+    if shard and args.push_to_hub:
+        raise UserError("--push_to_hub with --shard: a shard is not a dataset; merge the shards "
+                        "(builders/merge_shards.py --push_to_hub)")
     counts = build_benchmark(args.output_dir, eval_n=args.eval_n, eval_seed=args.eval_seed, train_n=args.train_n,
                              train_seed=args.train_seed, players=args.players.split(","),
-                             workers=args.workers or default_workers(), overwrite=args.overwrite)
-    print(f"wrote {args.output_dir}: {counts}")
+                             workers=args.workers or default_workers(), overwrite=args.overwrite, shard=shard)
+    sims = counts.pop("simulations")
+    print(f"wrote {args.output_dir}{f' (shard {args.shard})' if shard else ''}: {counts}; "
+          f"simulations run {sims['run']}, saved {sims['saved']}")
     args.maybe_push(args.output_dir)
 
 

@@ -1,8 +1,11 @@
 import json
 
+import pytest
+
 from poolbench_data.cli import main
 
 
+@pytest.mark.slow
 def test_baseline_command_prints_table_and_saves_json(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert main(["baseline", "--n", "7", "--workers", "2", "--out", str(out), "--quiet"]) == 0

@@ -102,6 +102,7 @@ def refused(capsys, args, *words) -> str:
 # ------------------------------------------------------------ failed requests
 
 
+@pytest.mark.slow
 def test_rejected_requests_fail_the_run_instead_of_scoring_fouls(dataset, tmp_path, capsys):
     from poolbench_data.hub.folder import read_rows
 
@@ -131,6 +132,7 @@ def test_rejected_requests_fail_the_run_instead_of_scoring_fouls(dataset, tmp_pa
     assert read_rows(dataset, "traces", "test") == before  # nothing appended
 
 
+@pytest.mark.slow
 def test_failures_within_max_failed_share_pass_but_stay_out_of_rates_and_dataset(dataset, tmp_path, capsys):
     from poolbench_data.hub.folder import read_rows
 
@@ -148,6 +150,7 @@ def test_failures_within_max_failed_share_pass_but_stay_out_of_rates_and_dataset
     assert not [r for r in read_rows(dataset, "traces", "test") if r["player"] == "m"]
 
 
+@pytest.mark.slow
 def test_a_silent_server_fails_each_request_in_bounded_time(tmp_path, capsys):
     out = tmp_path / "eval"
     with loopback("silent") as (url, server):
@@ -165,6 +168,7 @@ def test_a_silent_server_fails_each_request_in_bounded_time(tmp_path, capsys):
     assert result["backend"]["timeout_s"] == 1.0 and result["backend"]["retries"] == 1
 
 
+@pytest.mark.slow
 def test_the_run_deadline_cuts_requests_in_flight(tmp_path, capsys):
     out = tmp_path / "eval"
     with loopback("silent") as (url, _):
@@ -193,6 +197,7 @@ def test_requests_still_queued_at_the_deadline_are_never_sent():
     assert posts(server) == 1 and elapsed < 8
 
 
+@pytest.mark.slow
 def test_rescoring_stored_failures_keeps_them_failures(tmp_path, capsys):
     from poolbench_data.boards.generate import generate
 
@@ -213,6 +218,7 @@ def test_rescoring_stored_failures_keeps_them_failures(tmp_path, capsys):
 # ---------------------------------------------------------------- credentials
 
 
+@pytest.mark.slow
 def test_credentials_in_the_base_url_are_never_shown(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # it would replace the URL's basic auth
     err = refused(capsys, ["eval", "--backend", "openai", "--base_url", "http://user:secret@127.0.0.1:9/v1",
@@ -273,6 +279,7 @@ def test_sampling_values_an_engine_refuses_are_refused_up_front(tmp_path, capsys
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_a_model_named_like_a_baseline_is_refused(tmp_path, capsys):
     from poolbench_data.boards.generate import generate
 
@@ -291,6 +298,7 @@ def test_a_model_named_like_a_baseline_is_refused(tmp_path, capsys):
     assert main([*replay, "--name", "smol"]) == 0  # any other name runs
 
 
+@pytest.mark.slow
 def test_prompts_longer_than_the_context_are_refused_before_the_engine(tmp_path, capsys):
     from poolbench_data.llm.model import default_model_dir
 

@@ -1,8 +1,8 @@
 """Backends against real engines: vLLM in process, then a loopback vLLM server.
 
-No mocks: the embedded SmolLM2-135M is converted once per session (into
-$POOLBENCH_CACHE when set, so repeated runs can reuse it, else a tmp folder)
-and every engine is real. The in-process engine lives in a class-scoped
+No mocks: the embedded SmolLM2-135M is converted on first use into the
+user's cache ($POOLBENCH_CACHE, else ~/.cache/poolbench), as the main job
+does, so later sessions reuse it; every engine is real. The in-process engine lives in a class-scoped
 fixture and is shut down before the server starts: two engines on 2 cores
 would mostly measure each other.
 """
@@ -10,7 +10,6 @@ would mostly measure each other.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -50,9 +49,9 @@ SHOT_SCHEMA = {
 
 
 @pytest.fixture(scope="session")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cache = os.environ.get("POOLBENCH_CACHE") or tmp_path_factory.mktemp("poolbench-cache")
-    return default_model_dir(cache)
+def model_dir() -> Path:
+    # The shared cache, not a tmp folder: converting the GGUF costs ~1 min a session.
+    return default_model_dir()
 
 
 # ------------------------------------------------------------------ no engine

@@ -108,6 +108,7 @@ def _trace(s, shot):
     return simulate(s, shot).events
 
 
+@pytest.mark.slow
 def test_same_shot_same_trace_bit_for_bit_across_processes(benchmark_scenarios):
     s = benchmark_scenarios[3]
     shot = Shot(37.123456789, 9.87654321)

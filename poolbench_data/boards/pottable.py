@@ -13,10 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from poolbench_data.boards.categories import directly_hittable_own
-from poolbench_data.core.physics import simulate
 from poolbench_data.core.candidates import candidates
 from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.core.scoring import score
+from poolbench_data.core.simcache import BoardSims
 
 WIDE_SPEEDS = (4.0, 6.0, 8.0, 10.0, 12.0)
 WIDE_DPHIS = tuple(float(x) for x in np.round(np.arange(-2.0, 2.0001, 0.2), 1))
@@ -26,25 +25,26 @@ WIDE_DPHIS = tuple(float(x) for x in np.round(np.arange(-2.0, 2.0001, 0.2), 1))
 class Pottability:
     pottable: bool
     how: str  # no-direct-own-ball | oracle | wide-search | not-found
-    sims: int
+    sims: int  # simulations run labelling
     shot: Shot | None = None
 
 
-def straight_pottable(scenario: Scenario, oracle_shot: Shot | None = None) -> Pottability:
+def straight_pottable(scenario: Scenario, oracle_shot: Shot | None = None, sims: BoardSims | None = None) -> Pottability:
     """Cheapest proof first: geometry (no own ball can be hit first), then the
     Oracle's own legal pot, then the wide search (both aims, every candidate,
-    5 speeds x 21 angle offsets in 0.2 deg steps over +-2 deg)."""
+    5 speeds x 21 angle offsets in 0.2 deg steps over +-2 deg). With the
+    board's BoardSims, shots the Oracle already tried are not simulated again."""
     if not directly_hittable_own(scenario):
         return Pottability(False, "no-direct-own-ball", 0)
-    if oracle_shot is not None and score(simulate(scenario, oracle_shot)).clean_pot:
-        return Pottability(True, "oracle", 1, oracle_shot)
-    sims = 0
+    sims = sims if sims is not None else BoardSims(scenario)
+    before = sims.run
+    if oracle_shot is not None and sims.outcome(oracle_shot)[1].clean_pot:
+        return Pottability(True, "oracle", sims.run - before, oracle_shot)
     for aim in ("potting-point", "centre"):
         for c in candidates(scenario, aim):
             for V0 in WIDE_SPEEDS:
                 for dphi in WIDE_DPHIS:
                     shot = c.shot(V0, dphi)
-                    sims += 1
-                    if score(simulate(scenario, shot)).clean_pot:
-                        return Pottability(True, "wide-search", sims, shot)
-    return Pottability(False, "not-found", sims)
+                    if sims.worth(shot) and sims.outcome(shot)[1].clean_pot:
+                        return Pottability(True, "wide-search", sims.run - before, shot)
+    return Pottability(False, "not-found", sims.run - before)

@@ -1,10 +1,14 @@
-"""Build the benchmark dataset (configs `scenarios` and `traces`)."""
+"""Build the benchmark dataset (configs `scenarios` and `traces`), in one piece
+or as the I-th of K shards that hub.shards merges into the same bytes."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
+from poolbench_data.core.records import Metrics
 from poolbench_data.core.vocab import MAX_SEED  # base_seed is an int64 column: checked before simulating
 from poolbench_data.hub.card import write_card
 from poolbench_data.hub.folder import ShardWriter, staged_folder, write_provenance
@@ -16,6 +20,7 @@ from poolbench_data.players.play import run_baselines
 from poolbench_data.boards.generate import iter_scenarios
 
 EVAL_SPLIT, TRAIN_SPLIT = "test", "train"
+SHARD_FILE = "shard.json"  # what a shard folder holds beside its rows (hub.shards)
 
 
 def check_split_seeds(eval_seed: int, train_seed: int) -> None:
@@ -30,35 +35,70 @@ def check_split_seeds(eval_seed: int, train_seed: int) -> None:
                              f"choose a seed in that range")
 
 
+def check_shard(shard: tuple[int, int]) -> tuple[int, int]:
+    i, k = shard
+    if not 0 <= i < k:
+        raise ValueError(f"--shard {i}/{k}: write I/K with 0 <= I < K, e.g. --shard 0/4 for the first of four")
+    return i, k
+
+
+def shard_range(n: int, shard: tuple[int, int]) -> tuple[int, int]:
+    """Scenario indices [lo, hi) of shard I of K: index ranges, so scenario k
+    is the same board however the build is cut."""
+    i, k = shard
+    return n * i // k, n * (i + 1) // k
+
+
+def results_table(trace_rows: Sequence[dict], players: Sequence[str]) -> str:
+    """The test split's baseline table, from trace rows (so a merge of shards
+    writes the one-piece build's table)."""
+    records = [SimpleNamespace(player=r["player"], category=r["category"], metrics=Metrics.from_row(r),
+                               sims=r["decision_sims"]) for r in trace_rows]
+    return format_table(summarize(records, players))
+
+
 def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n: int = 0, train_seed: int = 1,
                     players: Sequence[str] = DEFAULT_BASELINES,
-                    workers: int = 1, overwrite: bool = False, progress: bool = True, shard_rows=None) -> dict:
+                    workers: int = 1, overwrite: bool = False, progress: bool = True, shard_rows=None,
+                    floor: bool = True, shard: tuple[int, int] | None = None) -> dict:
+    """The dataset folder at `out`; with `shard=(I, K)`, a shard folder holding
+    scenarios [n*I//K, n*(I+1)//K) of each split, for hub.shards.merge_shards."""
     check_split_seeds(eval_seed, train_seed)
     players = check_players(players)
     if "oracle" not in players:
         raise ValueError("players must include 'oracle': scenario rows store its reference shot")
     if eval_n < 1 or train_n < 0:
         raise ValueError(f"eval_n={eval_n} must be >= 1 and train_n={train_n} >= 0")
-    counts, test_records = {}, []
+    if shard is not None:
+        check_shard(shard)
+    counts, test_rows, sims, ranges = {}, [], {"run": 0, "saved": 0}, {}
     with staged_folder(out, overwrite=overwrite) as root:
         for split, n, seed in ((EVAL_SPLIT, eval_n, eval_seed), (TRAIN_SPLIT, train_n, train_seed)):
             if n == 0:
                 continue
+            lo, hi = shard_range(n, shard) if shard else (0, n)
+            ranges[split] = [lo, hi]
             sw = ShardWriter(root, "scenarios", split, (shard_rows or {}).get("scenarios"))
             tw = ShardWriter(root, "traces", split, (shard_rows or {}).get("traces"))
-            runs = run_baselines(iter_scenarios(n, seed), players, workers=workers, total=n, progress=progress)
-            for i, run in enumerate(runs):
+            runs = run_baselines(iter_scenarios(hi - lo, seed, lo), players, workers=workers, total=hi - lo,
+                                 progress=progress, floor=floor)
+            for i, run in enumerate(runs, start=lo):
                 sw.add(scenario_row(run, seed, i))
-                tw.extend(baseline_trace_rows(run))
+                rows = baseline_trace_rows(run)
+                tw.extend(rows)
+                sims["run"] += run.sims_run
+                sims["saved"] += run.sims_saved
                 if split == EVAL_SPLIT:
-                    test_records.extend(run.records)
+                    test_rows.extend(rows)
             counts[split] = {"scenarios": sw.close(), "traces": tw.close()}
-        table = format_table(summarize(test_records, players))
         # No timestamps and no worker count: the same arguments give the same bytes.
-        write_provenance(root, {
-            "benchmark": provenance(eval_n=eval_n, eval_seed=eval_seed, train_n=train_n, train_seed=train_seed,
-                                    players=players, splits={EVAL_SPLIT: eval_seed, TRAIN_SPLIT: train_seed}),
-            "results_table": table,
-        })
-        write_card(root)
+        prov = provenance(eval_n=eval_n, eval_seed=eval_seed, train_n=train_n, train_seed=train_seed,
+                          players=players, splits={EVAL_SPLIT: eval_seed, TRAIN_SPLIT: train_seed})
+        if shard:
+            (root / SHARD_FILE).write_text(json.dumps({"shard": shard[0], "of": shard[1], "ranges": ranges,
+                                                       "benchmark": prov}, indent=2, sort_keys=True) + "\n")
+        else:
+            write_provenance(root, {"benchmark": prov, "results_table": results_table(test_rows, players)})
+            write_card(root)
+    counts["simulations"] = sims  # run, and avoided by the floor (core.simcache); not in the folder
     return counts

@@ -8,12 +8,14 @@ from poolbench_data.players.baselines import Decision, heuristic, oracle, random
 
 # name -> (kind, decide). The paper's Heuristic aims at the pocket centre; the
 # potting-point variants aim between the jaws (see docs/metrics.md).
+# Every decide(scenario, sims=None) takes the board's BoardSims (core.simcache);
+# only the Oracle simulates while deciding.
 BASELINES: dict[str, tuple[str, Callable]] = {
-    "oracle": ("oracle", lambda s: oracle(s, "potting-point")),
-    "oracle-centre": ("oracle", lambda s: oracle(s, "centre")),
-    "heuristic-centre": ("heuristic", lambda s: heuristic(s, "centre")),
-    "heuristic": ("heuristic", lambda s: heuristic(s, "potting-point")),
-    "random": ("random", lambda s: random_player(s, seed=0)),
+    "oracle": ("oracle", lambda s, sims=None: oracle(s, "potting-point", sims=sims)),
+    "oracle-centre": ("oracle", lambda s, sims=None: oracle(s, "centre", sims=sims)),
+    "heuristic-centre": ("heuristic", lambda s, sims=None: heuristic(s, "centre")),
+    "heuristic": ("heuristic", lambda s, sims=None: heuristic(s, "potting-point")),
+    "random": ("random", lambda s, sims=None: random_player(s, seed=0)),
 }
 DEFAULT_BASELINES = ("oracle", "heuristic-centre", "heuristic", "random")
 # Beside a model: the Oracle (the decomposition's reference) and the paper's two weak baselines.

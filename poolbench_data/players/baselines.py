@@ -11,10 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poolbench_data.core.physics import simulate
 from poolbench_data.core.candidates import candidates, speed_for
-from poolbench_data.core.records import V0_RANGE, Scenario, Shot
-from poolbench_data.core.scoring import score
+from poolbench_data.core.records import V0_RANGE, Scenario, Shot, ShotResult
+from poolbench_data.core.simcache import BoardSims
 
 # The paper's 3x5 grid, in its order: first success wins.
 ORACLE_SPEEDS = (8.0, 10.0, 12.0)
@@ -25,31 +24,36 @@ ORACLE_TOP_K = 8
 @dataclass(frozen=True)
 class Decision:
     shot: Shot
-    sims: int = 0  # simulations spent deciding
+    sims: int = 0  # simulations run deciding
     how: str = ""  # pot | contact-fallback | geometric-fallback | geometric | random | no-candidate
+    result: ShotResult | None = None  # the chosen shot's simulation, when deciding ran it
 
 
-def oracle(scenario: Scenario, aim: str = "potting-point", top_k: int = ORACLE_TOP_K) -> Decision:
+def oracle(scenario: Scenario, aim: str = "potting-point", top_k: int = ORACLE_TOP_K,
+           sims: BoardSims | None = None) -> Decision:
     """First grid shot that pots an own ball LEGALLY (the paper's wording also
     accepts a foul pot; we do not). Falls back to the first legal contact
-    without foul, then to the best geometric candidate."""
+    without foul, then to the best geometric candidate. Grid shots that
+    geometry proves hit a wrong ball first are not simulated (core.simcache)."""
     cands = candidates(scenario, aim)[:top_k]
     if not cands:
         return _no_candidate(scenario)
-    sims, contact = 0, None
+    sims = sims if sims is not None else BoardSims(scenario)
+    before, contact = sims.run, None
     for c in cands:
         for V0 in ORACLE_SPEEDS:
             for dphi in ORACLE_DPHIS:
                 shot = c.shot(V0, dphi)
-                m = score(simulate(scenario, shot))
-                sims += 1
+                if not sims.worth(shot):
+                    continue
+                result, m = sims.outcome(shot)
                 if m.clean_pot:
-                    return Decision(shot, sims, "pot")
+                    return Decision(shot, sims.run - before, "pot", result)
                 if contact is None and m.legal_contact and not m.foul:
-                    contact = shot
+                    contact = (shot, result)
     if contact is not None:
-        return Decision(contact, sims, "contact-fallback")
-    return Decision(cands[0].shot(speed_for(cands[0])), sims, "geometric-fallback")
+        return Decision(contact[0], sims.run - before, "contact-fallback", contact[1])
+    return Decision(cands[0].shot(speed_for(cands[0])), sims.run - before, "geometric-fallback")
 
 
 def heuristic(scenario: Scenario, aim: str = "potting-point") -> Decision:

@@ -13,6 +13,7 @@ from poolbench_data.boards.pottable import Pottability, straight_pottable
 from poolbench_data.core.physics import simulate
 from poolbench_data.core.records import InvalidScenario, Metrics, Scenario, Shot, ShotResult
 from poolbench_data.core.scoring import score, score_not_fired
+from poolbench_data.core.simcache import BoardSims
 from poolbench_data.players import BASELINES, check_players
 from poolbench_data.players.pool import imap_bounded, resolve_workers
 
@@ -41,42 +42,54 @@ class ScenarioRun:
     scenario: Scenario
     records: tuple[ShotRecord, ...]
     pottability: Pottability | None
+    sims_run: int = 0  # simulations this board cost (deciding, playing, labelling)
+    sims_saved: int = 0  # simulations the floor avoided (core.simcache)
 
 
 def play_shot(scenario: Scenario, shot: Shot | None, *, player: str, kind: str, sample: int = 0, how: str = "",
               sims: int = 0, raw_response: str | None = None, parse_status: str = "baseline",
-              parse_message: str = "") -> ShotRecord:
-    """Simulate and score one action; None = not fired (a foul, as in the paper)."""
+              parse_message: str = "", result: ShotResult | None = None,
+              board: BoardSims | None = None) -> ShotRecord:
+    """Simulate and score one action; None = not fired (a foul, as in the paper).
+    `result`: the shot's simulation when the player already ran it."""
     if shot is None:
         result, metrics = None, score_not_fired(parse_status)
     else:
-        result = simulate(scenario, shot)
+        if result is None:
+            result = board.simulate(shot) if board is not None else simulate(scenario, shot)
         metrics = score(result)
     return ShotRecord(scenario.id, scenario.category, player, kind, sample, shot, result, metrics, how, sims,
                       raw_response, parse_status, parse_message)
 
 
-def play_baselines(scenario: Scenario, names: Sequence[str]) -> tuple[ShotRecord, ...]:
+def play_baselines(scenario: Scenario, names: Sequence[str], board: BoardSims | None = None) -> tuple[ShotRecord, ...]:
     problem = scenario.playable_problem()
     if problem:  # the baselines aim at the nearest solid: refuse, naming the fix, rather than crash
         raise InvalidScenario(problem)
+    board = board if board is not None else BoardSims(scenario)
     records = []
     for name in names:
         kind, decide = BASELINES[name]
-        d = decide(scenario)
-        records.append(play_shot(scenario, d.shot, player=name, kind=kind, how=d.how, sims=d.sims))
+        d = decide(scenario, sims=board)
+        reused = d.result if board.floor else None  # without the floor, played shots are simulated again
+        if d.result is not None and reused is not None:
+            board.reused += 1
+        records.append(play_shot(scenario, d.shot, player=name, kind=kind, how=d.how, sims=d.sims, result=reused,
+                                 board=board))
     return tuple(records)
 
 
-def label(scenario: Scenario, records: Sequence[ShotRecord]) -> Pottability:
+def label(scenario: Scenario, records: Sequence[ShotRecord], board: BoardSims | None = None) -> Pottability:
     """Straight-pottability, reusing the Oracle's shot when it was played."""
     oracle = next((r.shot for r in records if r.player == "oracle"), None)
-    return straight_pottable(scenario, oracle)
+    return straight_pottable(scenario, oracle, board)
 
 
-def play_scenario(scenario: Scenario, names: Sequence[str], labelled: bool = True) -> ScenarioRun:
-    records = play_baselines(scenario, names)
-    return ScenarioRun(scenario, records, label(scenario, records) if labelled else None)
+def play_scenario(scenario: Scenario, names: Sequence[str], labelled: bool = True, floor: bool = True) -> ScenarioRun:
+    board = BoardSims(scenario, floor)
+    records = play_baselines(scenario, names, board)
+    pottability = label(scenario, records, board) if labelled else None
+    return ScenarioRun(scenario, records, pottability, board.run, board.saved)
 
 
 def _task(args):
@@ -84,17 +97,18 @@ def _task(args):
 
 
 def run_baselines(scenarios: Iterable[Scenario], names: Sequence[str], *, workers: int = 1, label: bool = True,
-                  total: int | None = None, progress: bool = True) -> Iterator[ScenarioRun]:
+                  total: int | None = None, progress: bool = True, floor: bool = True) -> Iterator[ScenarioRun]:
     """Yield one ScenarioRun per scenario, in input order. Players and
-    --workers (0: one per core) are checked now, before any board is played."""
+    --workers (0: one per core) are checked now, before any board is played.
+    floor=False simulates every shot as before the simulation floor (for benchmarks)."""
     check_players(names)
-    return _run_baselines(scenarios, tuple(names), resolve_workers(workers), label, total, progress)
+    return _run_baselines(scenarios, tuple(names), resolve_workers(workers), label, total, progress, floor)
 
 
-def _run_baselines(scenarios, names, workers, label, total, progress) -> Iterator[ScenarioRun]:
+def _run_baselines(scenarios, names, workers, label, total, progress, floor) -> Iterator[ScenarioRun]:
     from tqdm.auto import tqdm
 
-    tasks = ((s, names, label) for s in scenarios)
+    tasks = ((s, names, label, floor) for s in scenarios)
     bar = tqdm(total=total, desc="baselines", unit="scenario", disable=not progress)
     if workers <= 1:
         for t in tasks:

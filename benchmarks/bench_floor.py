@@ -1,0 +1,89 @@
+"""The simulation floor, before and after in one run: python benchmarks/bench_floor.py [--n 60 --seed 4242]
+
+Builds the same boards (test split, every default baseline, labelled) with
+the floor off (every shot simulated, as before core.simcache) and on, and
+prints simulations per board, boards/s, and the build's wall time over the
+time its remaining simulations take divided by the workers (1.0 = nothing
+but simulation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+
+class SimClock:
+    """Seconds spent inside simulate(), wherever the floor calls it (1 worker only)."""
+
+    def __init__(self):
+        import poolbench_data.core.simcache as simcache
+        import poolbench_data.players.play as play
+
+        self.seconds, self.modules = 0.0, (simcache, play)
+        self.real = simcache.simulate
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return self.real(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t0
+
+        for m in self.modules:
+            m.simulate = timed
+
+    def close(self):
+        for m in self.modules:
+            m.simulate = self.real
+
+
+def build(n: int, seed: int, workers: int, floor: bool) -> tuple[float, dict]:
+    from poolbench_data.hub.build import build_benchmark
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        counts = build_benchmark(Path(tmp) / "ds", eval_n=n, eval_seed=seed, train_n=0, workers=workers,
+                                 progress=False, floor=floor)
+        return time.perf_counter() - t0, counts["simulations"]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=4242)
+    args = ap.parse_args(argv)
+
+    build(3, args.seed + 1, 1, True)  # warm numba and caches
+    results = {}
+    for floor in (False, True):
+        clock = SimClock()
+        try:
+            wall, sims = build(args.n, args.seed, 1, floor)
+        finally:
+            clock.close()
+        results[floor] = (wall, sims, clock.seconds)
+    wall2, _ = build(args.n, args.seed, 2, True)
+    (w0, s0, _), (w1, s1, sim_s) = results[False], results[True]
+    rows = [
+        ("simulations per board: floor off", f"{s0['run'] / args.n:.1f}"),
+        ("simulations per board: floor on", f"{s1['run'] / args.n:.1f}"),
+        ("simulations saved per board (reused + skipped)", f"{s1['saved'] / args.n:.1f}"),
+        ("simulations: off / on", f"{s0['run'] / s1['run']:.2f}x"),
+        ("boards/s, 1 worker: floor off", f"{args.n / w0:.2f}"),
+        ("boards/s, 1 worker: floor on", f"{args.n / w1:.2f}"),
+        ("boards/s, 1 worker: on / off", f"{w0 / w1:.2f}x"),
+        ("boards/s, 2 workers: floor on", f"{args.n / wall2:.2f}"),
+        ("build time / simulation time, 1 worker", f"{w1 / sim_s:.3f}"),
+        ("build time / (simulation time / 2), 2 workers", f"{wall2 / (sim_s / 2):.3f}"),
+    ]
+    w = max(len(k) for k, _ in rows)
+    print(f"{args.n} boards, seed {args.seed}\n{'metric'.ljust(w)}  value\n{'-' * w}  -----")
+    for k, v in rows:
+        print(f"{k.ljust(w)}  {v}")
+
+
+if __name__ == "__main__":
+    main()

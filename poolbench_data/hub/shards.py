@@ -1,0 +1,91 @@
+"""Merge K shard folders (build_benchmark(shard=(I, K))) into one dataset
+folder: the same bytes a one-piece build writes.
+
+Shards may be built anywhere (any scheduler, any machine); the merge refuses
+a set that is incomplete, has a shard twice, or mixes seeds, settings or
+versions, naming the shard folder at fault.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from poolbench_data.hub.build import EVAL_SPLIT, SHARD_FILE, results_table, shard_range
+from poolbench_data.hub.card import write_card
+from poolbench_data.hub.folder import ShardWriter, check_shards, read_rows, staged_folder, write_provenance
+
+CONFIGS = ("scenarios", "traces")
+
+
+def read_shard(folder: Path) -> dict:
+    path = Path(folder) / SHARD_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"--shards_dir: {folder} is not a shard folder (no {SHARD_FILE}); build shards "
+                                f"with builders/build_dataset.py --shard I/K")
+    check_shards(folder, "--shards_dir")
+    return json.loads(path.read_text())
+
+
+def _comparable(benchmark: dict) -> dict:
+    # The platform string names the machine, not the software: shards may come from different hosts.
+    versions = {k: v for k, v in benchmark["versions"].items() if k != "platform"}
+    return {"versions": versions, "settings": benchmark["settings"]}
+
+
+def check_shard_set(metas: dict[Path, dict]) -> list[Path]:
+    """The shard folders in shard order, once all K are present and consistent."""
+    first_dir, first = next(iter(metas.items()))
+    k = first["of"]
+    by_index: dict[int, Path] = {}
+    for folder, meta in metas.items():
+        if meta["of"] != k:
+            raise ValueError(f"--shards_dir: {folder} is shard {meta['shard']}/{meta['of']} but {first_dir} is "
+                             f"one of {k}; merge shards of one build only")
+        if _comparable(meta["benchmark"]) != _comparable(first["benchmark"]):
+            raise ValueError(f"--shards_dir: {folder} was built with other seeds, settings or versions than "
+                             f"{first_dir}; rebuild it with the same arguments and environment")
+        if meta["shard"] in by_index:
+            raise ValueError(f"--shards_dir: shard {meta['shard']}/{k} appears twice ({by_index[meta['shard']]} "
+                             f"and {folder}); keep one")
+        by_index[meta["shard"]] = folder
+    missing = sorted(set(range(k)) - set(by_index))
+    if missing:
+        raise ValueError(f"--shards_dir: shard(s) {missing} of {k} missing; build them with --shard I/{k}")
+    settings = first["benchmark"]["settings"]
+    for i, folder in sorted(by_index.items()):
+        for split, n in ((EVAL_SPLIT, settings["eval_n"]), ("train", settings["train_n"])):
+            if n and metas[folder]["ranges"].get(split) != list(shard_range(n, (i, k))):
+                raise ValueError(f"--shards_dir: {folder} does not hold the {split} rows of shard {i}/{k}; "
+                                 f"rebuild it")
+    return [by_index[i] for i in range(k)]
+
+
+def merge_shards(shard_dirs: Sequence[Path], out: Path, *, overwrite: bool = False) -> dict:
+    if not shard_dirs:
+        raise ValueError("--shards_dir holds no shard folders; build them with builders/build_dataset.py --shard I/K")
+    metas = {Path(d): read_shard(Path(d)) for d in shard_dirs}
+    ordered = check_shard_set(metas)
+    first = metas[ordered[0]]["benchmark"]
+    platforms = sorted({metas[d]["benchmark"]["versions"]["platform"] for d in ordered})
+    benchmark = {**first, "versions": {**first["versions"], "platform": "; ".join(platforms)}}
+    settings = benchmark["settings"]
+    counts, test_traces = {}, []
+    with staged_folder(out, overwrite=overwrite) as root:
+        for split, n in ((EVAL_SPLIT, settings["eval_n"]), ("train", settings["train_n"])):
+            if not n:
+                continue
+            counts[split] = {}
+            for config in CONFIGS:
+                writer = ShardWriter(root, config, split)
+                for d in ordered:  # rows one shard at a time: memory stays one shard's worth
+                    rows = read_rows(d, config, split)
+                    writer.extend(rows)
+                    if config == "traces" and split == EVAL_SPLIT:
+                        test_traces.extend(rows)
+                counts[split][config] = writer.close()
+        write_provenance(root, {"benchmark": benchmark,
+                                "results_table": results_table(test_traces, settings["players"])})
+        write_card(root)
+    return counts
