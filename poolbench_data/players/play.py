@@ -15,7 +15,7 @@ from poolbench_data.core.records import InvalidScenario, Metrics, Scenario, Shot
 from poolbench_data.core.scoring import score, score_not_fired
 from poolbench_data.core.simcache import BoardSims
 from poolbench_data.players import BASELINES, check_players
-from poolbench_data.players.pool import imap_bounded, resolve_workers
+from poolbench_data.players.pool import check_executor, cores, imap, resolve_workers
 
 
 @dataclass(frozen=True)
@@ -97,25 +97,24 @@ def _task(args):
 
 
 def run_baselines(scenarios: Iterable[Scenario], names: Sequence[str], *, workers: int = 1, label: bool = True,
-                  total: int | None = None, progress: bool = True, floor: bool = True) -> Iterator[ScenarioRun]:
-    """Yield one ScenarioRun per scenario, in input order. Players and
-    --workers (0: one per core) are checked now, before any board is played.
-    floor=False simulates every shot as before the simulation floor (for benchmarks)."""
+                  total: int | None = None, progress: bool = True, floor: bool = True, executor: str = "local",
+                  ray_address: str | None = None) -> Iterator[ScenarioRun]:
+    """Yield one ScenarioRun per scenario, in input order. Players, --workers
+    (0: one per core) and the executor are checked now, before any board is
+    played. floor=False simulates every shot as before the simulation floor
+    (for benchmarks). The executor changes where boards run, never a result."""
     check_players(names)
-    return _run_baselines(scenarios, tuple(names), resolve_workers(workers), label, total, progress, floor)
+    check_executor(executor, ray_address)
+    workers = resolve_workers(workers) if executor == "local" else (workers or cores())
+    return _run_baselines(scenarios, tuple(names), workers, label, total, progress, floor, executor, ray_address)
 
 
-def _run_baselines(scenarios, names, workers, label, total, progress, floor) -> Iterator[ScenarioRun]:
+def _run_baselines(scenarios, names, workers, label, total, progress, floor, executor, address) -> Iterator[ScenarioRun]:
     from tqdm.auto import tqdm
 
     tasks = ((s, names, label, floor) for s in scenarios)
     bar = tqdm(total=total, desc="baselines", unit="scenario", disable=not progress)
-    if workers <= 1:
-        for t in tasks:
-            yield _task(t)
-            bar.update()
-    else:
-        for run in imap_bounded(_task, tasks, workers):
-            yield run
-            bar.update()
+    for run in imap(_task, tasks, workers, executor, address):
+        yield run
+        bar.update()
     bar.close()

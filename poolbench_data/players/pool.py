@@ -1,8 +1,10 @@
-"""An ordered process pool that streams: bounded memory at any N.
+"""Ordered parallel maps that stream: bounded memory at any N.
 
-pooltool is pure Python plus numba; processes scale, threads do not. Each
-worker holds ~350 MB, so there are never more workers than cores, and a worker
-ends when its parent does (a killed builder must not leave them behind).
+Two executors, chosen by name (EXECUTORS): `local`, a process pool on this
+machine, and `ray`, tasks on a Ray cluster (past one machine). pooltool is
+pure Python plus numba; processes scale, threads do not. Each local worker
+holds ~350 MB, so there are never more workers than cores, and a worker ends
+when its parent does (a killed builder must not leave them behind).
 """
 
 from __future__ import annotations
@@ -66,3 +68,64 @@ def imap_bounded(fn, items: Iterable, workers: int, in_flight: int = 4) -> Itera
                 yield queue.popleft().result()
         while queue:
             yield queue.popleft().result()
+
+
+def imap_ray(fn, items: Iterable, workers: int, in_flight: int = 4, address: str | None = None) -> Iterator:
+    """Ordered map over Ray tasks, at most (cluster CPUs or workers) * in_flight
+    pending. Without `address`, a local Ray instance with `workers` CPUs is
+    started and stopped here; a running instance (ray.init by the caller) is
+    used as it is."""
+    from collections import deque
+
+    ray = _import_ray()
+    started = not ray.is_initialized()
+    if started:
+        import logging
+
+        ray.init(address=address or None, num_cpus=None if address else workers, include_dashboard=False,
+                 log_to_driver=False, logging_level=logging.ERROR)
+    try:
+        slots = int(ray.cluster_resources().get("CPU", workers)) if address else workers
+        task = ray.remote(num_cpus=1)(fn)
+        queue: deque = deque()
+        for item in items:
+            queue.append(task.remote(item))
+            if len(queue) >= max(1, slots) * in_flight:
+                yield ray.get(queue.popleft())
+        while queue:
+            yield ray.get(queue.popleft())
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("--executor ray needs Ray: pip install 'poolbench-data[ray]' (or choose --executor local)") \
+            from None
+    return ray
+
+
+EXECUTORS = ("local", "ray")
+
+
+def check_executor(executor: str, address: str | None = None) -> str:
+    """--executor and --ray_address, checked before any work."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"--executor {executor!r} is not one of {', '.join(EXECUTORS)}")
+    if address and executor != "ray":
+        raise ValueError(f"--ray_address {address!r} needs --executor ray")
+    if executor == "ray":
+        _import_ray()
+    return executor
+
+
+def imap(fn, items: Iterable, workers: int, executor: str = "local", address: str | None = None) -> Iterator:
+    """Ordered map on the chosen executor; one local worker runs in this process."""
+    if executor == "ray":
+        return imap_ray(fn, items, workers, address=address)
+    if workers <= 1:
+        return map(fn, items)
+    return imap_bounded(fn, items, workers)

