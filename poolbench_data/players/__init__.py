@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from poolbench_data.players.baselines import Decision, heuristic, oracle, random_player
+from poolbench_data.players.baselines import Decision, heuristic, oracle, oracle_kick, random_player
 
 # name -> (kind, decide). The paper's Heuristic aims at the pocket centre; the
 # potting-point variants aim between the jaws (see docs/metrics.md).
@@ -13,6 +13,7 @@ from poolbench_data.players.baselines import Decision, heuristic, oracle, random
 BASELINES: dict[str, tuple[str, Callable]] = {
     "oracle": ("oracle", lambda s, sims=None: oracle(s, "potting-point", sims=sims)),
     "oracle-centre": ("oracle", lambda s, sims=None: oracle(s, "centre", sims=sims)),
+    "oracle-kick": ("oracle", lambda s, sims=None: oracle_kick(s, sims=sims)),
     "heuristic-centre": ("heuristic", lambda s, sims=None: heuristic(s, "centre")),
     "heuristic": ("heuristic", lambda s, sims=None: heuristic(s, "potting-point")),
     "random": ("random", lambda s, sims=None: random_player(s, seed=0)),
@@ -37,4 +38,5 @@ def check_players(names: Sequence[str]) -> list[str]:
 
 
 __all__ = ["BASELINES", "DEFAULT_BASELINES", "EVAL_BASELINES", "Decision", "check_players", "heuristic", "oracle",
+           "oracle_kick",
            "random_player"]

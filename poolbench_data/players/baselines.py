@@ -1,8 +1,10 @@
 """The paper's three baselines (section 3.4) as pure functions of a scenario.
 
-Oracle:    ghost-ball candidates + simulator micro-search.
-Heuristic: the cheapest ghost-ball candidate, no search.
-Random:    uniform aim, speed and declared target.
+Oracle:      ghost-ball candidates + simulator micro-search.
+Heuristic:   the cheapest ghost-ball candidate, no search.
+Random:      uniform aim, speed and declared target.
+Kick Oracle: ours, not the paper's: the Oracle, plus one-cushion kicks searched
+             in the simulator where no straight shot reaches an own ball.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from poolbench_data.boards.categories import directly_hittable_own
 from poolbench_data.core.candidates import candidates, speed_for
+from poolbench_data.core.kicks import kick_candidates
 from poolbench_data.core.records import V0_RANGE, Scenario, Shot, ShotResult
 from poolbench_data.core.simcache import BoardSims
 
@@ -19,6 +23,10 @@ from poolbench_data.core.simcache import BoardSims
 ORACLE_SPEEDS = (8.0, 10.0, 12.0)
 ORACLE_DPHIS = (0.0, 0.4, -0.4, 0.8, -0.8)
 ORACLE_TOP_K = 8
+# Kicks: a wider angle grid (cushions are not mirrors), the cheapest pot kicks, then plain contacts.
+KICK_SPEEDS = (6.0, 8.0, 10.0, 12.0)
+KICK_DPHIS = (0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -1.5)
+KICK_POTS, KICK_CONTACTS = 6, 4
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,33 @@ def oracle(scenario: Scenario, aim: str = "potting-point", top_k: int = ORACLE_T
     if contact is not None:
         return Decision(contact[0], sims.run - before, "contact-fallback", contact[1])
     return Decision(cands[0].shot(speed_for(cands[0])), sims.run - before, "geometric-fallback")
+
+
+def oracle_kick(scenario: Scenario, sims: BoardSims | None = None) -> Decision:
+    """The paper's Oracle where a straight shot reaches an own ball; elsewhere
+    the first one-cushion kick that pots legally, else the first that makes
+    legal contact without a foul, else the Oracle's fallback."""
+    if directly_hittable_own(scenario):
+        return oracle(scenario, sims=sims)
+    sims = sims if sims is not None else BoardSims(scenario)
+    before, contact = sims.run, None
+    kicks = kick_candidates(scenario)
+    tried = [k for k in kicks if k.pot][:KICK_POTS] + [k for k in kicks if not k.pot][:KICK_CONTACTS]
+    for k in tried:
+        for V0 in KICK_SPEEDS:
+            for dphi in KICK_DPHIS:
+                shot = k.shot(V0, dphi)
+                if not sims.worth(shot):
+                    continue
+                result, m = sims.outcome(shot)
+                if m.clean_pot:
+                    return Decision(shot, sims.run - before, "kick-pot", result)
+                if contact is None and m.legal_contact and not m.foul:
+                    contact = (shot, result)
+    if contact is not None:
+        return Decision(contact[0], sims.run - before, "kick-contact", contact[1])
+    d = oracle(scenario, sims=sims)
+    return Decision(d.shot, sims.run - before, d.how, d.result)
 
 
 def heuristic(scenario: Scenario, aim: str = "potting-point") -> Decision:
