@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from poolbench_data.cli import eval_outputs
 from poolbench_data.cli.args import UserError
 
 
@@ -56,6 +57,7 @@ def add_arguments(p) -> None:
     p.add_argument("--split", default="test", help="dataset split of these scenarios (with --dataset_dir)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--verbose", action="store_true", help="show the engine's logs (default: OUT/engine.log)")
+    eval_outputs.add_arguments(p)
 
 
 def _check_before_work(args) -> str:
@@ -197,12 +199,13 @@ def run(args) -> int:
     model = _check_before_work(args)
     name = args.name or Path(model).name
     _check_name(args, name, baselines)
-    scenarios = generate(args.n, args.seed)
+    scenarios = eval_outputs.select(args, generate(args.n, args.seed))
+    targets = eval_outputs.paths(args, name)
     _check_context(args, model, scenarios)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    runs = list(run_baselines(scenarios, baselines, workers=default_workers(), label=False, total=args.n,
+    runs = list(run_baselines(scenarios, baselines, workers=default_workers(), label=False, total=len(scenarios),
                               progress=not args.quiet))
     base_records = [r for run in runs for r in run.records]
     oracle_shots = oracle_shots_of(base_records)
@@ -230,9 +233,14 @@ def run(args) -> int:
               "failures": [f.to_dict() for f in gen.failures], "request_failures": failed,
               "incomplete": failed["incomplete"],
               "timing_s": {"baselines": t1 - t0, "generation_and_physics": gen_s},
-              "provenance": provenance(n=args.n, seed=args.seed, evaluation=settings.to_dict())}
+              "provenance": provenance(n=args.n, seed=args.seed, limit=args.limit, categories=args.categories,
+                                           evaluation=settings.to_dict())}
     (out / "results.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str))
     (out / "report.txt").write_text(report + "\n")
+    if targets:
+        eval_outputs.write(args, targets, name=name, model=model, llm_records=llm_records, base_records=base_records,
+                           baselines=baselines, settings=settings, rows=rows, boards=len(scenarios),
+                           total_s=time.perf_counter() - t0, backend_settings=backend_settings)
     if args.dataset_dir and not failed["incomplete"]:
         from poolbench_data.hub.update import replace_rows
 
@@ -287,7 +295,7 @@ def _report(args, name, scenarios, baselines, base_records, llm_records, oracle_
     summary = summarize(records, players)
     decomp = {p: decomposition([r for r in records if r.player == p], oracle_shots)
               for p in players if p != "oracle"}
-    title = (f"PoolBench: {args.n} scenarios (seed {args.seed}), {name} x{args.samples} "
+    title = (f"PoolBench: {len(scenarios)} scenarios (seed {args.seed}), {name} x{args.samples} "
              f"(T={args.temperature}, max_tokens={args.max_tokens}, {'structured' if args.structured else 'free text'}, "
              f"{args.few_shot}-shot). Wilson 95% CIs.")
     render_heatmap(summary, out / "heatmap_contact.png")
