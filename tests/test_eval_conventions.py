@@ -86,3 +86,14 @@ def test_mistakes_are_one_line_before_any_work(tmp_path, capsys, flags, words):
     err = capsys.readouterr().err.strip()
     assert words in err and len(err.splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_rounding_ablation_reports_each_setting_and_ten_decimals_change_nothing(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["rounding", "--n", "4", "--decimals", "0,10", "--workers", "1", "--out", str(out), "--quiet"]) == 0
+    table = json.loads(out.read_text())["table"]
+    assert set(table) == {"exact", "0 decimals", "10 decimals"}
+    assert table["10 decimals"] == table["exact"]
+    assert table["exact"]["clean_pot"]["n"] == 4
+    assert main(["rounding", "--decimals", "one"]) == 2
+    assert "--decimals 'one': write integers" in capsys.readouterr().err

@@ -5,6 +5,7 @@
   poolbench score      re-score stored responses offline (same parser and physics)
   poolbench compare    before/after table with exact McNemar tests
   poolbench scenarios  print generated scenarios as JSON lines
+  poolbench rounding   the angle-rounding ablation on the Oracle (H1)
 
 Flags use underscores (--max_tokens, --dataset_dir), as TRL and
 lm-evaluation-harness do.
@@ -22,6 +23,7 @@ COMMANDS = {
     "score": "re-score the responses of an llm_traces.jsonl offline (replay backend)",
     "compare": "before/after report from two llm_traces.jsonl files (McNemar)",
     "scenarios": "print scenarios as JSON lines",
+    "rounding": "the Oracle's aim rounded to 0/1/2 decimals before simulation (the paper's H1)",
 }
 
 
