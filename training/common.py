@@ -257,3 +257,14 @@ def train_and_save(
         metrics=dict(result.metrics),
         log_history=list(trainer.state.log_history),
     )
+
+
+def run_script(parser, train, argv=None, **extra):
+    """Every script's main: parse (YAML recipe + flags), seed, then train."""
+    from transformers import set_seed
+
+    script_args, training_args, model_args = parser.parse_args_and_config(args=argv)
+    # Before anything random: dataset shuffling, LoRA init, dropout, sampling.
+    set_seed(training_args.seed)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    return train(script_args, training_args, model_args, **extra)

@@ -57,6 +57,7 @@ from common import (  # noqa: E402
     RunResult,
     TrainScriptArguments,
     check_model_path,
+    run_script,
     find_resume_checkpoint,
     load_split,
     load_tokenizer,
@@ -259,13 +260,7 @@ def train(
 
 
 def main(argv: list[str] | None = None, reward_funcs: Sequence[Callable] | None = None) -> RunResult:
-    from transformers import set_seed
-
-    script_args, training_args, model_args = make_parser().parse_args_and_config(args=argv)
-    # Before anything random: dataset shuffling, LoRA init, sampling.
-    set_seed(training_args.seed)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    return train(script_args, training_args, model_args, reward_funcs)
+    return run_script(make_parser(), train, argv, reward_funcs=reward_funcs)
 
 
 if __name__ == "__main__":

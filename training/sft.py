@@ -59,6 +59,7 @@ from common import (  # noqa: E402
     RunResult,
     TrainScriptArguments,
     check_model_path,
+    run_script,
     find_resume_checkpoint,
     load_split,
     load_tokenizer,
@@ -409,13 +410,7 @@ def train(script_args: SFTScriptArguments, training_args: SFTConfig, model_args:
 
 
 def main(argv: list[str] | None = None) -> SFTRunResult:
-    from transformers import set_seed
-
-    script_args, training_args, model_args = make_parser().parse_args_and_config(args=argv)
-    # Before anything random: dataset shuffling, LoRA init, dropout.
-    set_seed(training_args.seed)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    return train(script_args, training_args, model_args)
+    return run_script(make_parser(), train, argv)
 
 
 if __name__ == "__main__":

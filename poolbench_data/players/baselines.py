@@ -37,30 +37,36 @@ class Decision:
     result: ShotResult | None = None  # the chosen shot's simulation, when deciding ran it
 
 
+def _search(sims: BoardSims, shots) -> tuple[bool, Shot, ShotResult | None] | None:
+    """The first shot that pots an own ball legally, as (True, shot, result);
+    else the first legal contact without a foul, as (False, ...); else None.
+    Shots geometry proves to hit a wrong ball first are not simulated."""
+    contact = None
+    for shot in shots:
+        if not sims.worth(shot):
+            continue
+        result, m = sims.outcome(shot)
+        if m.clean_pot:
+            return True, shot, result
+        if contact is None and m.legal_contact and not m.foul:
+            contact = (False, shot, result)
+    return contact
+
+
 def oracle(scenario: Scenario, aim: str = "potting-point", top_k: int = ORACLE_TOP_K,
            sims: BoardSims | None = None) -> Decision:
     """First grid shot that pots an own ball LEGALLY (the paper's wording also
     accepts a foul pot; we do not). Falls back to the first legal contact
-    without foul, then to the best geometric candidate. Grid shots that
-    geometry proves hit a wrong ball first are not simulated (core.simcache)."""
+    without foul, then to the best geometric candidate."""
     cands = candidates(scenario, aim)[:top_k]
     if not cands:
         return _no_candidate(scenario)
     sims = sims if sims is not None else BoardSims(scenario)
-    before, contact = sims.run, None
-    for c in cands:
-        for V0 in ORACLE_SPEEDS:
-            for dphi in ORACLE_DPHIS:
-                shot = c.shot(V0, dphi)
-                if not sims.worth(shot):
-                    continue
-                result, m = sims.outcome(shot)
-                if m.clean_pot:
-                    return Decision(shot, sims.run - before, "pot", result)
-                if contact is None and m.legal_contact and not m.foul:
-                    contact = (shot, result)
-    if contact is not None:
-        return Decision(contact[0], sims.run - before, "contact-fallback", contact[1])
+    before = sims.run
+    found = _search(sims, (c.shot(V0, dphi) for c in cands for V0 in ORACLE_SPEEDS for dphi in ORACLE_DPHIS))
+    if found is not None:
+        pot, shot, result = found
+        return Decision(shot, sims.run - before, "pot" if pot else "contact-fallback", result)
     return Decision(cands[0].shot(speed_for(cands[0])), sims.run - before, "geometric-fallback")
 
 
@@ -71,22 +77,13 @@ def oracle_kick(scenario: Scenario, sims: BoardSims | None = None) -> Decision:
     if directly_hittable_own(scenario):
         return oracle(scenario, sims=sims)
     sims = sims if sims is not None else BoardSims(scenario)
-    before, contact = sims.run, None
+    before = sims.run
     kicks = kick_candidates(scenario)
     tried = [k for k in kicks if k.pot][:KICK_POTS] + [k for k in kicks if not k.pot][:KICK_CONTACTS]
-    for k in tried:
-        for V0 in KICK_SPEEDS:
-            for dphi in KICK_DPHIS:
-                shot = k.shot(V0, dphi)
-                if not sims.worth(shot):
-                    continue
-                result, m = sims.outcome(shot)
-                if m.clean_pot:
-                    return Decision(shot, sims.run - before, "kick-pot", result)
-                if contact is None and m.legal_contact and not m.foul:
-                    contact = (shot, result)
-    if contact is not None:
-        return Decision(contact[0], sims.run - before, "kick-contact", contact[1])
+    found = _search(sims, (k.shot(V0, dphi) for k in tried for V0 in KICK_SPEEDS for dphi in KICK_DPHIS))
+    if found is not None:
+        pot, shot, result = found
+        return Decision(shot, sims.run - before, "kick-pot" if pot else "kick-contact", result)
     d = oracle(scenario, sims=sims)
     return Decision(d.shot, sims.run - before, d.how, d.result)
 
