@@ -25,7 +25,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from poolbench_data.boards.generate import iter_scenarios
+    from poolbench_data.boards.generate import iter_specs
     from poolbench_data.cli.args import check_output_file
     from poolbench_data.players import check_players
     from poolbench_data.players.play import run_baselines
@@ -38,7 +38,7 @@ def run(args) -> int:
     check_executor(args.executor, args.ray_address or None)
     path = check_output_file(args.out) if args.out else None
     t0 = time.perf_counter()
-    runs = list(run_baselines(iter_scenarios(args.n, args.seed), names, workers=workers,
+    runs = list(run_baselines(iter_specs(args.n, args.seed), names, workers=workers,
                               label=not args.no_label, total=args.n, progress=not args.quiet,
                               executor=args.executor, ray_address=args.ray_address or None))
     elapsed = time.perf_counter() - t0

@@ -18,7 +18,7 @@ from poolbench_data.report.provenance import provenance
 from poolbench_data.report.tables import format_table, summarize
 from poolbench_data.players.play import run_baselines
 from poolbench_data.players.pool import check_executor
-from poolbench_data.boards.generate import iter_scenarios
+from poolbench_data.boards.generate import iter_specs
 
 EVAL_SPLIT, TRAIN_SPLIT = "test", "train"
 SHARD_FILE = "shard.json"  # what a shard folder holds beside its rows (hub.shards)
@@ -83,7 +83,7 @@ def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n:
             ranges[split] = [lo, hi]
             sw = ShardWriter(root, "scenarios", split, (shard_rows or {}).get("scenarios"))
             tw = ShardWriter(root, "traces", split, (shard_rows or {}).get("traces"))
-            runs = run_baselines(iter_scenarios(hi - lo, seed, lo), players, workers=workers, total=hi - lo,
+            runs = run_baselines(iter_specs(hi - lo, seed, lo), players, workers=workers, total=hi - lo,
                                  progress=progress, floor=floor, executor=executor, ray_address=ray_address)
             for i, run in enumerate(runs, start=lo):
                 sw.add(scenario_row(run, seed, i))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from poolbench_data.boards.generate import generate_scenario
 from poolbench_data.boards.pottable import Pottability, straight_pottable
 from poolbench_data.core.physics import simulate
 from poolbench_data.core.records import InvalidScenario, Metrics, Scenario, Shot, ShotResult
@@ -93,13 +94,17 @@ def play_scenario(scenario: Scenario, names: Sequence[str], labelled: bool = Tru
 
 
 def _task(args):
-    return play_scenario(*args)
+    board, *rest = args
+    if isinstance(board, tuple):  # a board spec (boards.generate.iter_specs): drawn here, in the worker
+        board = generate_scenario(*board)
+    return play_scenario(board, *rest)
 
 
-def run_baselines(scenarios: Iterable[Scenario], names: Sequence[str], *, workers: int = 1, label: bool = True,
-                  total: int | None = None, progress: bool = True, floor: bool = True, executor: str = "local",
-                  ray_address: str | None = None) -> Iterator[ScenarioRun]:
-    """Yield one ScenarioRun per scenario, in input order. Players, --workers
+def run_baselines(scenarios: Iterable[Scenario | tuple[str, int, str]], names: Sequence[str], *, workers: int = 1,
+                  label: bool = True, total: int | None = None, progress: bool = True, floor: bool = True,
+                  executor: str = "local", ray_address: str | None = None) -> Iterator[ScenarioRun]:
+    """Yield one ScenarioRun per scenario (or board spec from
+    boards.generate.iter_specs, drawn in the worker), in input order. Players, --workers
     (0: one per core) and the executor are checked now, before any board is
     played. floor=False simulates every shot as before the simulation floor
     (for benchmarks). The executor changes where boards run, never a result."""
