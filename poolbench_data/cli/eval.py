@@ -58,6 +58,11 @@ def add_arguments(p) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--verbose", action="store_true", help="show the engine's logs (default: OUT/engine.log)")
     eval_outputs.add_arguments(p)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="refinement: after each shot the model gets the simulator's feedback and shoots again on "
+                        "the same board, this many rounds in all (rows <name>@r2, ...)")
+    p.add_argument("--vision", action="store_true",
+                   help="send the rendered board PNG with the prompt (OpenAI image_url; --backend openai)")
 
 
 def _check_before_work(args) -> str:
@@ -66,7 +71,7 @@ def _check_before_work(args) -> str:
 
     for field, value, low in (("--n", args.n, 1), ("--samples", args.samples, 1), ("--max_tokens", args.max_tokens, 1),
                               ("--few_shot", args.few_shot, 0), ("--boards", args.boards, 0),
-                              ("--max_model_len", args.max_model_len, 1), ("--retries", args.retries, 0)):
+                              ("--max_model_len", args.max_model_len, 1), ("--retries", args.retries, 0), ("--rounds", args.rounds, 1)):
         if value < low:
             raise UserError(f"{field} must be >= {low} (got {value})")
     _check_sampling(args)
@@ -76,6 +81,9 @@ def _check_before_work(args) -> str:
     if not 0.0 <= args.max_failed_share <= 1.0:
         raise UserError(f"--max_failed_share must be a share in [0, 1] (got {args.max_failed_share})")
     parse_model_args(args.model_args)  # a malformed item fails here, not after the baselines
+    if args.vision and args.backend != "openai":
+        raise UserError("--vision sends images over the OpenAI-compatible API: pass --backend openai and a "
+                        "multimodal model's --base_url")
     if args.backend == "replay":
         if not args.responses:
             raise UserError("--backend replay needs --responses (an llm_traces.jsonl from an earlier run)")
@@ -184,7 +192,9 @@ def _make_backend(args, model: str, scenario_ids: list[str], name: str):
 def run(args) -> int:
     from poolbench_data.boards.generate import generate
     from poolbench_data.cli.logs import engine_logs
-    from poolbench_data.llm.player import REQUEST_FAILED, EvalSettings, evaluate_model, llm_trace_rows
+    from poolbench_data.llm.experiments import refine, with_images, with_usage
+    from poolbench_data.llm.player import (REQUEST_FAILED, EvalSettings, conversations, evaluate_model,
+                                           llm_trace_rows)
     from poolbench_data.players import check_players
     from poolbench_data.players.play import run_baselines
     from poolbench_data.players.pool import default_workers
@@ -216,8 +226,18 @@ def run(args) -> int:
     with engine_logs(out / "engine.log", verbose=args.verbose) as progress:
         backend = _make_backend(args, model, [s.id for s in scenarios], name)
         try:
+            convs = conversations(scenarios, settings.few_shot)
+            if args.vision:
+                from poolbench_data.report.render import board_png
+
+                convs = with_images(convs, [board_png(s) for s in scenarios])
             llm_records, gen = evaluate_model(scenarios, backend, settings, player=name,
-                                              progress=False if args.quiet else progress)
+                                              progress=False if args.quiet else progress, convs=convs)
+            if args.rounds > 1:
+                later, gens = refine(scenarios, convs, llm_records, backend, settings, player=name,
+                                     rounds=args.rounds)
+                llm_records = llm_records + later
+                gen = with_usage(gen, gens)
             backend_settings = backend.settings()
         finally:
             backend.close()
@@ -237,6 +257,8 @@ def run(args) -> int:
                                            evaluation=settings.to_dict())}
     (out / "results.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str))
     (out / "report.txt").write_text(report + "\n")
+    if args.rounds > 1:
+        eval_outputs.write_refinement_pairs(out, scenarios, convs, llm_records, name, args.rounds)
     if targets:
         eval_outputs.write(args, targets, name=name, model=model, llm_records=llm_records, base_records=base_records,
                            baselines=baselines, settings=settings, rows=rows, boards=len(scenarios),
@@ -289,8 +311,8 @@ def _report(args, name, scenarios, baselines, base_records, llm_records, oracle_
     from poolbench_data.report.tables import format_categories, format_table, summarize
 
     answered = [r for r in llm_records if r.parse_status != REQUEST_FAILED]
-    # With no answered shot the model's rates would be 0/0: no row at all.
-    players = baselines + ([name] if answered else [])
+    # With no answered shot the model's rates would be 0/0: no row at all. One row per refinement round.
+    players = baselines + list(dict.fromkeys(r.player for r in answered))
     records = base_records + answered
     summary = summarize(records, players)
     decomp = {p: decomposition([r for r in records if r.player == p], oracle_shots)
@@ -372,3 +394,4 @@ def _value(text: str):
         except ValueError:
             pass
     return text
+

@@ -80,3 +80,14 @@ def write(args, targets: tuple[Path, Path], *, name: str, model: str, llm_record
             for i, row in enumerate(rows):
                 f.write(json.dumps(sample_row(row, i), sort_keys=True, default=str) + "\n")
     print(f"results JSON: {results}" + (f"; samples: {samples}" if args.log_samples else ""))
+
+
+def write_refinement_pairs(out: Path, scenarios, convs, records, name: str, rounds: int) -> None:
+    """--rounds > 1: later-better rounds as TRL preference pairs, OUT/refinement_pairs.jsonl."""
+    from poolbench_data.llm.experiments import refinement_pairs
+
+    pairs = refinement_pairs(scenarios, convs, records, name, rounds)
+    with open(out / "refinement_pairs.jsonl", "w") as f:
+        for pair in pairs:
+            f.write(json.dumps(pair, sort_keys=True) + "\n")
+    print(f"refinement: {len(pairs)} later-better pairs in {out / 'refinement_pairs.jsonl'}")

@@ -95,11 +95,13 @@ def prompt_tokens(tokenizer, convs: Sequence[list[dict]]) -> list[int]:
 
 
 def evaluate_model(scenarios: Sequence[Scenario], backend, settings: EvalSettings, *, player: str | None = None,
-                   progress: bool = True) -> tuple[list[ShotRecord], GenerationResult]:
-    """One batched generation for all scenarios, then physics for every sample."""
+                   progress: bool = True, convs: list[list[dict]] | None = None
+                   ) -> tuple[list[ShotRecord], GenerationResult]:
+    """One batched generation for all scenarios, then physics for every sample.
+    `convs`: the conversations to send (default: the protocol's prompts)."""
     from tqdm.auto import tqdm
 
-    convs = conversations(scenarios, settings.few_shot)
+    convs = convs if convs is not None else conversations(scenarios, settings.few_shot)
     gen = backend.generate(convs, n=settings.samples, temperature=settings.temperature,
                            max_tokens=settings.max_tokens, seed=settings.seed,
                            json_schema=ACTION_JSON_SCHEMA if settings.structured else None)

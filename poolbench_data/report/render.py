@@ -63,6 +63,15 @@ def _panel(scenario: Scenario, shot: Shot | None, title: str):
     return img
 
 
+def board_png(scenario: Scenario) -> bytes:
+    """The bare board as PNG bytes (what a vision model is shown)."""
+    import io
+
+    buf = io.BytesIO()
+    _panel(scenario, None, scenario.id).save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
 def render_board(scenario: Scenario, plays: Sequence[tuple[str, Shot | None, str]], path: Path) -> Path:
     """One panel per (player, shot, verdict), side by side."""
     from PIL import Image
