@@ -254,6 +254,24 @@ class TestOpenAIBackend:
             assert failure.attempts == 2  # the first try plus one retry
             assert failure.to_dict()["missing"] == 2
 
+    def test_inspect_eval_against_the_server(self, server: str, model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+        # PoolBench as an inspect_ai task, the model served by a real vLLM: inspect's openai-api provider.
+        inspect_ai = pytest.importorskip("inspect_ai")
+        from inspect_ai.log import read_eval_log
+
+        from poolbench_data.cli.inspect_task import METRICS, poolbench
+
+        monkeypatch.setenv("LOOPBACK_API_KEY", "x")
+        monkeypatch.setenv("LOOPBACK_BASE_URL", server)
+        (log,) = inspect_ai.eval(poolbench(n=1, max_tokens=48), model=f"openai-api/loopback/{model_dir}",
+                                 log_dir=str(tmp_path), display="none")
+        assert log.status == "success", log.error
+        (sample,) = read_eval_log(log.location).samples
+        assert sample.output.completion.strip()
+        (score,) = sample.scores.values()
+        assert set(score.value) == set(METRICS) and set(score.value.values()) <= {0.0, 1.0}
+        assert score.metadata["parse_status"]
+
     def test_unknown_model_name(self, server: str, model_dir: Path) -> None:
         with pytest.raises(ValueError, match="not served") as err:
             OpenAIBackend(server, "no-such-model")

@@ -1,0 +1,70 @@
+"""PoolBench as an inspect_ai task (extra `inspect`): any inspect model
+provider plays the benchmark; the simulator scores each shot and `inspect
+view` shows the response, the parsed action and the event trace.
+
+    inspect eval poolbench_data/cli/inspect_task.py --model openai-api/local/m   # LOCAL_BASE_URL, LOCAL_API_KEY
+    inspect eval poolbench_data/cli/inspect_task.py -T n=10 -T seed=0 --model vllm/HuggingFaceTB/SmolLM2-135M-Instruct
+    inspect view
+
+Dataset (the protocol's system + user prompts, the Oracle's action as the
+target), solver (`generate`) and scorer (pure: parse, simulate, score) are
+apart, as inspect intends. Scores per shot: legal_contact, own_potted, foul,
+opp_or_8_potted, clean_pot, parseable (each 0/1, reported as mean and
+stderr).
+"""
+
+from __future__ import annotations
+
+import json
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
+from inspect_ai.scorer import Score, Target, mean, scorer, stderr
+from inspect_ai.solver import TaskState, generate
+
+from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED, generate as generate_boards
+from poolbench_data.core.records import Scenario
+from poolbench_data.players.baselines import oracle
+from poolbench_data.players.play import play_shot
+from poolbench_data.protocol.parsing import parse_action
+from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, format_action, messages
+
+METRICS = ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot", "parseable")
+
+
+def sample(s: Scenario) -> Sample:
+    system, user = messages(s)
+    return Sample(input=[ChatMessageSystem(content=system["content"]), ChatMessageUser(content=user["content"])],
+                  target=format_action(oracle(s).shot, s), id=s.id,
+                  metadata={"category": s.category, "board": s.to_row()})
+
+
+@task
+def poolbench(n: int = DEFAULT_N, seed: int = DEFAULT_SEED, temperature: float = DEFAULT_TEMPERATURE,
+              max_tokens: int = DEFAULT_MAX_TOKENS) -> Task:
+    """The benchmark's boards (default: the paper's 50), one shot each, free text."""
+    return Task(dataset=MemoryDataset([sample(s) for s in generate_boards(n, seed)], name="poolbench"),
+                solver=generate(), scorer=physics(),
+                config=GenerateConfig(temperature=temperature, max_tokens=max_tokens))
+
+
+@scorer(metrics={m: [mean(), stderr()] for m in METRICS})
+def physics():
+    async def score(state: TaskState, target: Target) -> Score:
+        s = Scenario.from_row(state.metadata["board"])
+        text = state.output.completion
+        p = parse_action(text, s)
+        rec = play_shot(s, p.shot, player="model", kind="llm", how=p.status, raw_response=text,
+                        parse_status=p.status, parse_message=p.message)
+        m = rec.metrics
+        value = {k: float(getattr(m, k)) for k in METRICS if k != "parseable"} | {"parseable": float(p.shot is not None)}
+        explanation = (f"events: {rec.result.event_text()}" if rec.result is not None else
+                       f"not fired ({p.status}: {p.message})")
+        return Score(value=value, answer=json.dumps(p.shot.to_row()) if p.shot else "",
+                     explanation=explanation,
+                     metadata={"parse_status": p.status, "foul_reasons": list(m.foul_reasons),
+                               "first_contact": rec.result.first_contact if rec.result else None,
+                               "category": s.category})
+
+    return score
