@@ -45,6 +45,7 @@ def run(tmp_path_factory):
     return code, tmp, kept
 
 
+@pytest.mark.slow
 def test_results_json_has_lm_evals_shape_and_validates(run):
     code, tmp, kept = run
     assert code == 0
@@ -60,6 +61,7 @@ def test_results_json_has_lm_evals_shape_and_validates(run):
     assert doc["versions"]["pooltool"] and "random" in doc["baselines"]
 
 
+@pytest.mark.slow
 def test_samples_log_one_line_per_shot_and_pass_at_k_agrees(run):
     _, tmp, kept = run
     rows = [json.loads(x) for x in (tmp / "res" / "samples_m.jsonl").read_text().splitlines()]
@@ -88,6 +90,7 @@ def test_mistakes_are_one_line_before_any_work(tmp_path, capsys, flags, words):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_rounding_ablation_reports_each_setting_and_ten_decimals_change_nothing(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert main(["rounding", "--n", "4", "--decimals", "0,10", "--workers", "1", "--out", str(out), "--quiet"]) == 0

@@ -77,6 +77,7 @@ def _board(messages):
     return next(s for s in BOARDS if user_prompt(s) == prompt)
 
 
+@pytest.mark.slow
 def test_refinement_feeds_the_simulator_back_and_scores_each_round(tmp_path):
     def reply(messages):  # a "model" that only gets it right once told what happened
         s = _board(messages)

@@ -19,6 +19,7 @@ from poolbench_data.protocol.prompts import format_action, user_prompt  # noqa: 
 from test_experiments import recording_server  # noqa: E402
 
 
+@pytest.mark.slow
 def test_inspect_eval_plays_and_scores_through_the_simulator(tmp_path, monkeypatch):
     boards = generate(2)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from poolbench_data.boards.categories import directly_hittable_own
 from poolbench_data.core.kicks import kick_candidates
 from poolbench_data.core.physics import simulate
@@ -12,6 +14,7 @@ from poolbench_data.core.table import geometry
 from poolbench_data.players.baselines import oracle, oracle_kick
 
 
+@pytest.mark.slow
 def test_kicks_reach_the_indirect_boards(benchmark_scenarios):
     indirect = [s for s in benchmark_scenarios if not directly_hittable_own(s)]
     assert len(indirect) == 8

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from poolbench_data.boards.generate import generate
 from poolbench_data.players.baselines import oracle
 from poolbench_data.protocol.prompts import format_action
@@ -44,6 +46,7 @@ class Terminal:
         os.write(self.fd, line.encode() + b"\n")
 
 
+@pytest.mark.slow
 def test_a_person_plays_two_boards_at_a_terminal(tmp_path):
     boards = generate(2)
     master, slave = pty.openpty()

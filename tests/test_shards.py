@@ -43,6 +43,7 @@ def test_ranges_cover_every_index_once():
             assert covered == list(range(n))
 
 
+@pytest.mark.slow
 def test_two_shards_merge_into_the_one_piece_build_byte_for_byte(parts, tmp_path):
     whole = tmp_path / "whole"
     build_benchmark(whole, **ARGS)
@@ -54,6 +55,7 @@ def test_two_shards_merge_into_the_one_piece_build_byte_for_byte(parts, tmp_path
     assert [f for f in a if a[f] != b[f]] == []
 
 
+@pytest.mark.slow
 def test_a_shard_holds_its_own_index_range(parts):
     from poolbench_data.hub.folder import read_rows
 
@@ -62,6 +64,7 @@ def test_a_shard_holds_its_own_index_range(parts):
     assert [r["id"] for r in read_rows(parts / "s1", "scenarios", "train")] == ["pb7-000001", "pb7-000002"]
 
 
+@pytest.mark.slow
 def test_incomplete_duplicated_or_mixed_shard_sets_are_refused(parts, tmp_path):
     with pytest.raises(ValueError, match=r"shard\(s\) \[1\] of 2 missing"):
         merge_shards([parts / "s0"], tmp_path / "a")
@@ -75,6 +78,7 @@ def test_incomplete_duplicated_or_mixed_shard_sets_are_refused(parts, tmp_path):
     assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
 
 
+@pytest.mark.slow
 def test_scripts_refuse_bad_shards_in_one_line(parts, tmp_path, capsys):
     build = _script("build_dataset")
     assert build.main(["--shard", "2/2", "--output_dir", str(tmp_path / "x")]) == 2

@@ -28,6 +28,7 @@ def _digests_module():
     return module
 
 
+@pytest.mark.slow
 def test_geometry_never_calls_a_shot_hopeless_that_pooltool_plays_legally(benchmark_scenarios):
     # The claim the floor rests on, checked against the simulator: every shot
     # called a sure wrong-first-contact really touches a non-own ball first.
@@ -62,6 +63,7 @@ def test_grazing_spinning_and_rail_paths_are_left_to_the_simulator(board):
     assert sure_wrong_first_contact(board({"cue": (0.1, 0.5), "1": (0.5, 0.2), "9": (0.1, 1.5)}), straight)
 
 
+@pytest.mark.slow
 def test_the_oracle_decides_the_same_with_fewer_simulations(benchmark_scenarios):
     indirect = [s for s in benchmark_scenarios if s.category == "indirect"]
     assert indirect
