@@ -183,7 +183,10 @@ def servable(checkpoint: Path) -> Path:
         from peft import AutoPeftModelForCausalLM
         from transformers import AutoTokenizer
 
-        model = AutoPeftModelForCausalLM.from_pretrained(checkpoint).merge_and_unload()
+        import torch
+
+        # fp32, as the recipes' merged/: merged into bf16 weights most of a LoRA update rounds away.
+        model = AutoPeftModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).merge_and_unload()
         model.config.use_cache = True
         model.save_pretrained(merged)
         AutoTokenizer.from_pretrained(checkpoint).save_pretrained(merged)
