@@ -9,8 +9,7 @@ import io
 import json
 import threading
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -18,43 +17,28 @@ from poolbench_data.boards.generate import generate
 from poolbench_data.cli import main
 from poolbench_data.players.baselines import oracle
 from poolbench_data.protocol.prompts import format_action, user_prompt
+from test_eval_failures import _Handler
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Recorder(_Handler):
+    """test_eval_failures' loopback handler (model list, JSON replies), answering
+    every chat completion with `server.reply(messages)` and recording the request."""
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        if urlsplit(self.path).path.rstrip("/") == "/v1/models":
-            self._send({"object": "list", "data": [{"id": "m", "object": "model"}]})
-        else:
-            self._send({"error": {"message": "not found"}}, 404)
-
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
         self.server.requests.append(body)
         text = self.server.reply(body["messages"])
-        self._send({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
-                    "choices": [{"index": i, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop"} for i in range(body.get("n", 1))],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
-
-    def _send(self, body: dict, code: int = 200) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args) -> None:
-        pass
+        self._send(200, {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                         "choices": [{"index": i, "message": {"role": "assistant", "content": text},
+                                      "finish_reason": "stop"} for i in range(body.get("n", 1))],
+                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 
 
 @contextmanager
 def recording_server(reply):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     server.daemon_threads = True
-    server.requests, server.reply = [], reply
+    server.requests, server.reply, server.seen, server.model = [], reply, [], "m"
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     thread.start()
     try:

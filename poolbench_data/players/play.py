@@ -73,7 +73,7 @@ def play_baselines(scenario: Scenario, names: Sequence[str], board: BoardSims | 
         kind, decide = BASELINES[name]
         d = decide(scenario, sims=board)
         reused = d.result if board.floor else None  # without the floor, played shots are simulated again
-        if d.result is not None and reused is not None:
+        if reused is not None:
             board.reused += 1
         records.append(play_shot(scenario, d.shot, player=name, kind=kind, how=d.how, sims=d.sims, result=reused,
                                  board=board))
