@@ -3,6 +3,7 @@ fp32 against bf16 weights (ratio from the same run), and peak RSS.
 
     python benchmarks/bench_training.py                  # 4 optimizer steps of each, batch 1
     python benchmarks/bench_training.py --steps 8 --settings dpo:bfloat16:ckpt
+    python benchmarks/bench_training.py --settings sft:bfloat16,sft:bfloat16:full,sft:float32:full:amp
 
 Each setting runs the real script (training/sft.py, training/dpo.py with the
 CPU recipes) in its own process on real PoolBench rows (prompts of ~1,450
@@ -65,6 +66,10 @@ def run_setting(setting: str, data: Path, steps: int, work: Path) -> dict:
            "--output_dir", str(out), "--max_steps", str(steps), "--dtype", dtype, "--per_device_train_batch_size",
            "1", "--gradient_accumulation_steps", "1", "--save_strategy", "no", "--logging_steps", "1",
            "--gradient_checkpointing", "true" if "ckpt" in flags else "false", "--save_merged", "false"]
+    if "full" in flags:  # all weights, the full fine-tune's learning rate
+        cmd += ["--use_peft", "false", "--learning_rate", "1e-5"]
+    if "amp" in flags:  # fp32 master weights, bf16 matmuls under CPU autocast
+        cmd += ["--bf16", "true"]
     started = time.perf_counter()
     with open(work / f"{out.name}.log", "w") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
@@ -81,7 +86,8 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=4, help="optimizer steps per setting (batch 1: one row each)")
     p.add_argument("--settings", default=DEFAULT_SETTINGS,
-                   help="comma list of kind:dtype[:ckpt] (ckpt = gradient checkpointing)")
+                   help="comma list of kind:dtype[:flag...]; flags: ckpt (gradient checkpointing), "
+                   "full (all weights, no LoRA), amp (bf16 autocast over the dtype's weights)")
     p.add_argument("--boards", type=int, default=8, help="training boards in the benchmark's dataset")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
