@@ -95,7 +95,7 @@ def main(argv=None) -> None:
         work = Path(tmp)
         data = make_dataset(work, args.boards)
         rows = [run_setting(s, data, args.steps, work) for s in args.settings.split(",") if s]
-    print(f"\nTraining cost, {args.steps} steps of batch 1 per setting, SmolLM2-135M-Instruct + LoRA r16 "
+    print(f"\nTraining cost, {args.steps} steps of batch 1 per setting, SmolLM2-135M-Instruct (LoRA r16 unless full) "
           f"({os.cpu_count()} cores)")
     print(f"{'setting':24} {'s/example':>10} {'peak RSS GB':>12} {'wall s':>8}")
     for r in rows:

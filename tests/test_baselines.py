@@ -52,6 +52,24 @@ def test_pottable_label_from_wide_search(board):
     assert p.pottable and p.how == "wide-search" and score(simulate(s, p.shot)).clean_pot
 
 
+@pytest.mark.slow
+def test_pottability_labels_are_straight_kick_or_none(reference_runs):
+    """The 50 boards: every straight-pottable board is `straight`, and the 8
+    indirect ones (no straight shot reaches an own ball) are `kick`, because
+    the kick Oracle's one-cushion search pots on each; its shot really pots."""
+    from collections import Counter
+
+    from poolbench_data.players.baselines import oracle_kick
+
+    kinds = Counter(r.pottability.kind for r in reference_runs)
+    assert kinds == {"straight": sum(r.pottability.pottable for r in reference_runs), "kick": 8}
+    for r in reference_runs:
+        if r.pottability.kind == "kick":
+            assert r.pottability.how == "no-direct-own-ball" and r.scenario.category == "indirect"
+            d = oracle_kick(r.scenario)
+            assert d.how == "kick-pot" and score(simulate(r.scenario, d.shot)).clean_pot
+
+
 def test_angular_error_wraps():
     assert angular_error(359.0, 1.0) == pytest.approx(-2.0)
     assert angular_error(1.0, 359.0) == pytest.approx(2.0)

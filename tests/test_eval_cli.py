@@ -82,3 +82,21 @@ def test_errors_come_before_any_work(tmp_path, capsys):
     refused(["eval", "--backend", "replay"], "--responses")
     refused(["eval", "--baselines", "oracle,oracle"], "more than once")
     assert time.perf_counter() - t0 < 30 and not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_tools_and_reasoning_budget_on_the_embedded_model(tmp_path, capsys):
+    # The 6.3 flags on the real engine: the tool's note and spec reach the
+    # model, every shot gets a tool thread, the budget reaches the sampler.
+    out = tmp_path / "tools"
+    assert main(["eval", "--n", "2", "--tools", "--max_tool_calls", "1", "--reasoning_budget", "16",
+                 "--max_tokens", "48", "--baselines", "random", "--boards", "0", "--out", str(out),
+                 "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "tools: " in text and "reasoning: " in text
+    result = json.loads((out / "results.json").read_text())
+    assert result["backend"]["thinking_token_budget"] == 16 and "reasoning_tokens" in result["usage"]
+    assert result["tools"]["shots"] == 2
+    threads = [json.loads(x) for x in (out / "tool_calls.jsonl").read_text().splitlines()]
+    rows = [json.loads(x) for x in (out / "llm_traces.jsonl").read_text().splitlines()]
+    assert [t["final_response"] for t in threads] == [r["raw_response"] for r in rows]

@@ -35,8 +35,8 @@ class _Recorder(_Handler):
 
 
 @contextmanager
-def recording_server(reply):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+def recording_server(reply, handler=None):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler or _Recorder)
     server.daemon_threads = True
     server.requests, server.reply, server.seen, server.model = [], reply, [], "m"
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)

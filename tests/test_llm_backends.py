@@ -140,6 +140,25 @@ def test_local_server_rejects_a_missing_folder(tmp_path: Path) -> None:
 # ------------------------------------------------------------ vLLM in process
 
 
+@pytest.mark.slow
+def test_thinking_budget_is_enforced_and_counted(model_dir: Path) -> None:
+    # The embedded model does not reason, but a prompt that opens <think> (as
+    # R1-style chat templates do) puts it in the thinking phase: the engine
+    # must close the thought within the budget, and the backend count it.
+    budget = 8
+    with VLLMBackend(str(model_dir), max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB, enforce_eager=True,
+                     enable_prefix_caching=False, thinking_token_budget=budget) as backend:
+        conv = [{"role": "user", "content": "Think about a pool shot, then name a ball.\n<think>"}]
+        result = backend.generate([conv], n=2, max_tokens=40, seed=1, temperature=0.8)
+        tokenizer = backend.llm.get_tokenizer()
+    assert result.failures == ()
+    for text in result.texts[0]:
+        thought = text.split("</think>")[0]
+        assert "</think>" in text and len(tokenizer.encode(thought, add_special_tokens=False)) <= budget, text
+    assert 0 < result.usage["reasoning_tokens"] <= 2 * budget
+    assert backend.settings()["thinking_token_budget"] == budget
+
+
 # Class scope: each engine lives only while its class's tests run, so the
 # in-process engine is gone before the server starts.
 @pytest.fixture(scope="class")
@@ -187,6 +206,21 @@ class TestVLLMBackend:
         assert result.failure_of(1) is failure and result.failure_of(0) is None
         assert (failure.conversation, failure.kind, failure.missing) == (1, "engine", 2)
         assert "maximum context length" in failure.error
+
+    def test_tool_calls_and_results_reach_the_engine(self, backend: VLLMBackend) -> None:
+        # --tools continues a conversation with the model's call and the tool's
+        # result (role "tool"); the engine must take both and render them.
+        from poolbench_data.llm.backend import tool_call_text
+        from poolbench_data.llm.tools import TOOLS
+
+        call = tool_call_text("ghost_ball", {"target_ball": "3", "pocket": "rt"})
+        asked = [*CONVERSATIONS[0], {"role": "assistant", "content": call, "tool_calls": [
+            {"id": "call_0", "type": "function", "function": {"name": "ghost_ball", "arguments": "{}"}}]}]
+        answered = [*asked, {"role": "tool", "tool_call_id": "call_0", "content": '{"aim_angle_deg": 74.2}'}]
+        result = backend.generate([asked, answered], n=1, max_tokens=16, tools=TOOLS)
+        assert result.failures == () and all(t[0].strip() for t in result.texts)
+        short = backend.generate([asked], n=1, max_tokens=1).usage["prompt_tokens"]
+        assert result.usage["prompt_tokens"] - short >= short + 10  # the tool's answer is in the second prompt
 
     def test_settings(self, backend: VLLMBackend) -> None:
         settings = backend.settings()

@@ -298,3 +298,15 @@ def test_parse_result_is_frozen_and_serialises():
 def test_non_string_inputs_do_not_raise():
     assert parse_action(GOOD.encode(), s000()).status == "ok"
     assert parse_action(42, s000()).status == "no-json"
+
+
+@pytest.mark.parametrize("text, thought, answer", [
+    ("<think>ghost ball first</think>{}", "ghost ball first", " {}"),
+    ("opened by the template ... </think> {}", "opened by the template ... ", " {}"),
+    ("a <think>one</think> b <think>two", "one two", "a   b "),
+    ("no thinking at all", "", "no thinking at all"),
+])
+def test_reasoning_text_is_what_strip_think_removes(text, thought, answer):
+    from poolbench_data.protocol.parsing import reasoning_text, strip_think
+
+    assert reasoning_text(text) == thought and strip_think(text) == answer

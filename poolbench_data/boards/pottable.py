@@ -1,5 +1,6 @@
 """Is a board straight-pottable: does some straight cue-ball shot (no cushion
-before first contact) pot an own ball legally?
+before first contact) pot an own ball legally? (players.play.label adds the
+third label, `kick`: a one-cushion kick pots where no straight shot can.)
 
 The indirect category makes the paper's "Oracle pots 100%" impossible by
 construction, so every scenario is labelled, by a search wider than the
@@ -27,6 +28,14 @@ class Pottability:
     how: str  # no-direct-own-ball | oracle | wide-search | not-found
     sims: int  # simulations run labelling
     shot: Shot | None = None
+    kind: str = ""  # straight | kick | none (POTTABILITY_KINDS); "" until labelled
+
+    def __post_init__(self):
+        if not self.kind:
+            object.__setattr__(self, "kind", "straight" if self.pottable else "none")
+
+
+POTTABILITY_KINDS = ("straight", "kick", "none")
 
 
 def straight_pottable(scenario: Scenario, oracle_shot: Shot | None = None, sims: BoardSims | None = None) -> Pottability:

@@ -54,19 +54,16 @@ def run(args) -> int:
         pot = pottable_summary(runs)
         out["pottability"] = pot
         out["labels"] = {r.scenario.id: {"pottable": r.pottability.pottable, "how": r.pottability.how,
-                                         "sims": r.pottability.sims} for r in runs}
+                                         "kind": r.pottability.kind, "sims": r.pottability.sims} for r in runs}
         print(f"Straight-pottable boards: {pot['straight_pottable']}/{pot['scenarios']} "
               f"(not pottable: {pot['not_pottable'] or 'none'})")
         if "oracle" in names:
             print(f"Oracle legal pots: {pot['legal_pots_on_pottable']}/{pot['straight_pottable']} straight-pottable "
                   f"= {pot['pct_on_pottable']:.1f}% [{pot['ci_on_pottable'][0]:.1f}, {pot['ci_on_pottable'][1]:.1f}]; "
                   f"overall {pot['legal_pots_overall']}/{pot['scenarios']}")
-    if "oracle-kick" in names and not args.no_label:
-        kick = {r.scenario.id for r in runs for x in r.records
-                if x.player == "oracle-kick" and x.how == "kick-pot" and x.metrics.clean_pot}
-        straight = sum(r.pottability.pottable for r in runs)
-        print(f"Pottable: straight {straight}, kick {len(kick)} (a one-cushion kick pots legally), "
-              f"none {len(runs) - straight - len(kick)}")
+        kinds = [r.pottability.kind for r in runs]
+        print(f"Pottable: straight {kinds.count('straight')}, kick {kinds.count('kick')} (a one-cushion kick pots "
+              f"legally), none {kinds.count('none')}")
     if "sims" in summary.get("oracle", {}):
         s = summary["oracle"]["sims"]
         print(f"Oracle simulations per decision: median {s['median']:.0f}, p90 {s['p90']:.0f}, max {s['max']} "

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from poolbench_data.cli import eval_outputs
+from poolbench_data.cli import eval_experiments, eval_outputs
 from poolbench_data.cli.args import UserError
 
 
@@ -58,11 +58,7 @@ def add_arguments(p) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--verbose", action="store_true", help="show the engine's logs (default: OUT/engine.log)")
     eval_outputs.add_arguments(p)
-    p.add_argument("--rounds", type=int, default=1,
-                   help="refinement: after each shot the model gets the simulator's feedback and shoots again on "
-                        "the same board, this many rounds in all (rows <name>@r2, ...)")
-    p.add_argument("--vision", action="store_true",
-                   help="send the rendered board PNG with the prompt (OpenAI image_url; --backend openai)")
+    eval_experiments.add_arguments(p)
 
 
 def _check_before_work(args) -> str:
@@ -71,7 +67,7 @@ def _check_before_work(args) -> str:
 
     for field, value, low in (("--n", args.n, 1), ("--samples", args.samples, 1), ("--max_tokens", args.max_tokens, 1),
                               ("--few_shot", args.few_shot, 0), ("--boards", args.boards, 0),
-                              ("--max_model_len", args.max_model_len, 1), ("--retries", args.retries, 0), ("--rounds", args.rounds, 1)):
+                              ("--max_model_len", args.max_model_len, 1), ("--retries", args.retries, 0)):
         if value < low:
             raise UserError(f"{field} must be >= {low} (got {value})")
     _check_sampling(args)
@@ -81,9 +77,7 @@ def _check_before_work(args) -> str:
     if not 0.0 <= args.max_failed_share <= 1.0:
         raise UserError(f"--max_failed_share must be a share in [0, 1] (got {args.max_failed_share})")
     parse_model_args(args.model_args)  # a malformed item fails here, not after the baselines
-    if args.vision and args.backend != "openai":
-        raise UserError("--vision sends images over the OpenAI-compatible API: pass --backend openai and a "
-                        "multimodal model's --base_url")
+    eval_experiments.check(args)
     if args.backend == "replay":
         if not args.responses:
             raise UserError("--backend replay needs --responses (an llm_traces.jsonl from an earlier run)")
@@ -154,8 +148,14 @@ def _check_context(args, model: str, scenarios) -> None:
         return
     budget = args.max_model_len - args.max_tokens
     longest = max(prompt_tokens(tokenizer, conversations(scenarios, args.few_shot)))
-    if longest <= budget:
+    growth, flag = eval_experiments.context_growth(args)
+    if longest + growth <= budget:
         return
+    if longest <= budget:
+        raise UserError(f"{flag} keeps up to {growth} more tokens in the conversation than the first prompt (up to "
+                        f"{longest} tokens), which with --max_tokens {args.max_tokens} exceeds --max_model_len "
+                        f"{args.max_model_len}; lower {flag.split()[0]} or raise --max_model_len to "
+                        f"{longest + growth + args.max_tokens}")
     top = max(5, args.few_shot)
     examples = few_shot_examples(top)
     by_k = {k: max(prompt_tokens(tokenizer, [messages(s, examples[:k]) for s in scenarios])) for k in range(top + 1)}
@@ -175,7 +175,7 @@ def _make_backend(args, model: str, scenario_ids: list[str], name: str):
 
     if args.backend == "openai":
         return make_backend("openai", base_url=args.base_url, model=model, timeout_s=args.request_timeout,
-                            retries=args.retries, deadline_s=args.timeout)
+                            retries=args.retries, deadline_s=args.timeout, **eval_experiments.backend_options(args))
     if args.backend == "replay":
         from poolbench_data.llm.replay import ReplayBackend
         from poolbench_data.report.compare import load_traces
@@ -186,15 +186,14 @@ def _make_backend(args, model: str, scenario_ids: list[str], name: str):
         if player is None:
             raise UserError(f"{args.responses} holds responses of {players}; pick one with --name")
         return ReplayBackend.from_traces(rows, scenario_ids, player)
-    return make_backend("vllm", model=model, max_model_len=args.max_model_len, **parse_model_args(args.model_args))
+    return make_backend("vllm", model=model, max_model_len=args.max_model_len, **parse_model_args(args.model_args),
+                        **eval_experiments.backend_options(args))
 
 
 def run(args) -> int:
     from poolbench_data.boards.generate import generate
     from poolbench_data.cli.logs import engine_logs
-    from poolbench_data.llm.experiments import refine, with_images, with_usage
-    from poolbench_data.llm.player import (REQUEST_FAILED, EvalSettings, conversations, evaluate_model,
-                                           llm_trace_rows)
+    from poolbench_data.llm.player import REQUEST_FAILED, EvalSettings, conversations, llm_trace_rows
     from poolbench_data.players import check_players
     from poolbench_data.players.play import run_baselines
     from poolbench_data.players.pool import default_workers
@@ -227,17 +226,8 @@ def run(args) -> int:
         backend = _make_backend(args, model, [s.id for s in scenarios], name)
         try:
             convs = conversations(scenarios, settings.few_shot)
-            if args.vision:
-                from poolbench_data.report.render import board_png
-
-                convs = with_images(convs, [board_png(s) for s in scenarios])
-            llm_records, gen = evaluate_model(scenarios, backend, settings, player=name,
-                                              progress=False if args.quiet else progress, convs=convs)
-            if args.rounds > 1:
-                later, gens = refine(scenarios, convs, llm_records, backend, settings, player=name,
-                                     rounds=args.rounds)
-                llm_records = llm_records + later
-                gen = with_usage(gen, gens)
+            llm_records, gen, threads = eval_experiments.play(args, scenarios, convs, backend, settings, name=name,
+                                                              progress=False if args.quiet else progress)
             backend_settings = backend.settings()
         finally:
             backend.close()
@@ -255,10 +245,9 @@ def run(args) -> int:
               "timing_s": {"baselines": t1 - t0, "generation_and_physics": gen_s},
               "provenance": provenance(n=args.n, seed=args.seed, limit=args.limit, categories=args.categories,
                                            evaluation=settings.to_dict())}
+    result.update(eval_experiments.write(args, out, scenarios, convs, llm_records, name, threads, gen.usage))
     (out / "results.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str))
     (out / "report.txt").write_text(report + "\n")
-    if args.rounds > 1:
-        eval_outputs.write_refinement_pairs(out, scenarios, convs, llm_records, name, args.rounds)
     if targets:
         eval_outputs.write(args, targets, name=name, model=model, llm_records=llm_records, base_records=base_records,
                            baselines=baselines, settings=settings, rows=rows, boards=len(scenarios),

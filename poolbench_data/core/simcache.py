@@ -13,6 +13,7 @@ are the same as simulating everything (tests/test_sim_floor.py compares a
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 from poolbench_data.core.physics import simulate
@@ -65,6 +66,9 @@ class BoardSims:
     run: int = 0  # simulations run
     reused: int = 0  # outcomes answered from an earlier simulation
     skipped: int = 0  # shots geometry proved useless, never simulated
+    # CPU seconds inside pooltool (this thread's): the build's unavoidable work,
+    # against which benchmarks/bench_floor.py measures the builder's overhead.
+    seconds: float = 0.0
 
     def __post_init__(self):
         self._metrics: dict[Shot, Metrics] = {}
@@ -81,7 +85,9 @@ class BoardSims:
         return True
 
     def simulate(self, shot: Shot) -> ShotResult:
+        t0 = time.thread_time()
         result = simulate(self.scenario, shot)
+        self.seconds += time.thread_time() - t0
         self.run += 1
         if self.floor:
             self._metrics[shot] = score(result)

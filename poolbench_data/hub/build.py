@@ -74,7 +74,7 @@ def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n:
     if shard is not None:
         check_shard(shard)
     check_executor(executor, ray_address)
-    counts, test_rows, sims, ranges = {}, [], {"run": 0, "saved": 0}, {}
+    counts, test_rows, sims, ranges = {}, [], {"run": 0, "saved": 0, "seconds": 0.0}, {}
     with staged_folder(out, overwrite=overwrite) as root:
         for split, n, seed in ((EVAL_SPLIT, eval_n, eval_seed), (TRAIN_SPLIT, train_n, train_seed)):
             if n == 0:
@@ -91,6 +91,7 @@ def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n:
                 tw.extend(rows)
                 sims["run"] += run.sims_run
                 sims["saved"] += run.sims_saved
+                sims["seconds"] += run.sim_seconds
                 if split == EVAL_SPLIT:
                     test_rows.extend(rows)
             counts[split] = {"scenarios": sw.close(), "traces": tw.close()}
@@ -103,5 +104,5 @@ def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n:
         else:
             write_provenance(root, {"benchmark": prov, "results_table": results_table(test_rows, players)})
             write_card(root)
-    counts["simulations"] = sims  # run, and avoided by the floor (core.simcache); not in the folder
+    counts["simulations"] = sims  # run, avoided by the floor, CPU seconds in them; not in the folder
     return counts

@@ -24,7 +24,7 @@ def features(config: str):
             "table": table,
             "prompt": List(message), "prompt_version": s,
             "oracle_shot": shot, "oracle_action": s, "oracle_pots": b, "oracle_how": s, "oracle_sims": i64,
-            "straight_pottable": b, "pottable_how": s,
+            "straight_pottable": b, "pottable_how": s, "pottability": s,
         })
     if config == "traces":
         return Features({

@@ -25,6 +25,7 @@ def scenario_row(run: ScenarioRun, base_seed: int, index: int) -> dict:
         "oracle_sims": oracle.sims,
         "straight_pottable": run.pottability.pottable,
         "pottable_how": run.pottability.how,
+        "pottability": run.pottability.kind,
     }
 
 

@@ -7,7 +7,9 @@ later request fail too (a dead engine, a bad argument) raise.
 
 Implementations, one module each, chosen by name in `llm.registry`: `vllm`
 (in process, one batched call), `openai` (any OpenAI-compatible server),
-`replay` (stored responses).
+`replay` (stored responses). `tools` (OpenAI function specs) reach the chat
+template or the server; a call the model makes comes back in its text as
+`<tool_call>{...}</tool_call>` (llm.tools runs it).
 """
 
 from __future__ import annotations
@@ -87,11 +89,24 @@ class Backend(Protocol):
         max_tokens: int = DEFAULT_MAX_TOKENS,
         seed: int = 0,
         json_schema: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> GenerationResult: ...
 
     def settings(self) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
+
+
+def tool_call_text(name: str, arguments: dict | str) -> str:
+    """A structured tool call written as text, the form every backend returns."""
+    import json
+
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass  # kept as the model wrote it: the tool answers with an error
+    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
 
 
 def request_seed(seed: int, index: int) -> int:

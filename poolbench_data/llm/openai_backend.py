@@ -20,8 +20,10 @@ from poolbench_data.llm.backend import (
     GenerationFailure,
     GenerationResult,
     request_seed,
+    tool_call_text,
     validate_request,
 )
+from poolbench_data.protocol.parsing import THINK_CLOSE, THINK_OPEN
 from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 
 
@@ -164,6 +166,7 @@ class OpenAIBackend:
         backoff_s: float = 1.0,
         deadline_s: float | None = None,
         extra_body: dict[str, Any] | None = None,
+        thinking_token_budget: int | None = None,
         check: bool = True,
     ) -> None:
         if concurrency < 1:
@@ -185,6 +188,8 @@ class OpenAIBackend:
         # Server-specific fields sent with every request (vLLM's top_k,
         # repetition_penalty, ...); they stay out of the portable signature.
         self.extra_body = dict(extra_body or {})
+        if thinking_token_budget is not None:  # vLLM's server field (it needs --reasoning-parser)
+            self.extra_body["thinking_token_budget"] = thinking_token_budget
         api_key = api_key or os.environ.get("OPENAI_API_KEY")
         if check:
             # A tiny request timeout must not make the liveness probe flaky.
@@ -229,9 +234,12 @@ class OpenAIBackend:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         seed: int = 0,
         json_schema: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> GenerationResult:
         validate_request(conversations, n, max_tokens)
         extra: dict[str, Any] = {"extra_body": self.extra_body} if self.extra_body else {}
+        if tools:
+            extra["tools"] = tools
         if json_schema is not None:
             extra["response_format"] = {
                 "type": "json_schema",
@@ -256,8 +264,8 @@ class OpenAIBackend:
                 for i, f in enumerate(futures)]
         total = {"prompt_tokens": 0, "completion_tokens": 0}
         for _, _, usage in done:
-            for key in total:
-                total[key] += usage.get(key, 0)
+            for key, value in usage.items():
+                total[key] = total.get(key, 0) + value
         return GenerationResult([texts for texts, _, _ in done], tuple(f for _, f, _ in done if f is not None), total)
 
     def close(self) -> None:
@@ -311,13 +319,16 @@ class OpenAIBackend:
                     continue
                 return [""] * n, GenerationFailure(index, kind, error, attempts, missing=n), {}
             choices = sorted(response.choices, key=lambda c: c.index)
-            texts = [(c.message.content or "") for c in choices][:n]
+            texts = [_message_text(c.message) for c in choices][:n]
             usage = {}
             if response.usage is not None:
                 usage = {
                     "prompt_tokens": response.usage.prompt_tokens or 0,
                     "completion_tokens": response.usage.completion_tokens or 0,
                 }
+                details = getattr(response.usage, "completion_tokens_details", None)
+                if getattr(details, "reasoning_tokens", None) is not None:
+                    usage["reasoning_tokens"] = details.reasoning_tokens
             failure = None
             if len(texts) < n:  # some hosted APIs ignore n
                 failure = GenerationFailure(
@@ -325,3 +336,16 @@ class OpenAIBackend:
                 )
                 texts += [""] * (n - len(texts))
             return texts, failure, usage
+
+
+def _message_text(message) -> str:
+    """The answer's text in the form every backend shares: reasoning a server
+    returned apart (vLLM's reasoning parsers) back inside <think> ... </think>
+    before it, structured tool calls written after it (llm.tools)."""
+    thought = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+    if thought is None and getattr(message, "model_extra", None):
+        thought = message.model_extra.get("reasoning_content") or message.model_extra.get("reasoning")
+    calls = [tool_call_text(c.function.name, c.function.arguments) for c in (getattr(message, "tool_calls", None) or [])
+             if getattr(c, "function", None) is not None]
+    think = f"{THINK_OPEN}{thought}{THINK_CLOSE}" if thought else ""
+    return "".join([think, message.content or "", *calls])

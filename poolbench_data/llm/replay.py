@@ -18,7 +18,7 @@ class ReplayBackend:
         self.responses = [list(r) for r in responses]
         self.model = model
 
-    def generate(self, conversations, *, n=1, temperature=None, max_tokens=1, seed=0, json_schema=None):
+    def generate(self, conversations, *, n=1, temperature=None, max_tokens=1, seed=0, json_schema=None, tools=None):
         validate_request(conversations, n, max_tokens)
         if len(conversations) != len(self.responses):
             raise ValueError(f"replay has responses for {len(self.responses)} conversations, "

@@ -14,6 +14,7 @@ from poolbench_data.llm.backend import (
     validate_request,
 )
 from poolbench_data.llm.model import model_info, resolve_model
+from poolbench_data.protocol.parsing import THINK_CLOSE, THINK_OPEN, reasoning_text
 from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 
 GiB = 1 << 30
@@ -62,6 +63,7 @@ class VLLMBackend:
         kv_cache_gib: float | None = None,
         engine_seed: int = 0,
         compact_json: bool = True,
+        thinking_token_budget: int | None = None,
         **engine_kwargs: Any,
     ) -> None:
         from vllm import LLM
@@ -76,6 +78,13 @@ class VLLMBackend:
         }
         if compact_json:
             kwargs["structured_outputs_config"] = dict(COMPACT_JSON_CONFIG)
+        self.thinking_token_budget = thinking_token_budget
+        if thinking_token_budget is not None and not {"reasoning_parser", "reasoning_config"} & set(engine_kwargs):
+            # vLLM enforces a thinking budget only with reasoning markers configured;
+            # <think>/</think> unless the caller names a reasoning parser.
+            from vllm.config import ReasoningConfig
+
+            kwargs["reasoning_config"] = ReasoningConfig(reasoning_start_str=THINK_OPEN, reasoning_end_str=THINK_CLOSE)
         if self.cpu:
             kwargs.update(cpu_safe_engine_kwargs(max_model_len))
             kv_cache_gib = DEFAULT_CPU_KV_CACHE_GIB if kv_cache_gib is None else kv_cache_gib
@@ -98,7 +107,9 @@ class VLLMBackend:
             "model_info": model_info(self.model),
             "device": "cpu" if self.cpu else "gpu",
             "vllm_version": vllm.__version__,
-            "engine_kwargs": {k: v for k, v in self.engine_kwargs.items() if k != "model"},
+            "engine_kwargs": {k: (v if k != "reasoning_config" else f"{v.reasoning_start_str} ... {v.reasoning_end_str}")
+                              for k, v in self.engine_kwargs.items() if k != "model"},
+            "thinking_token_budget": self.thinking_token_budget,
         }
 
     def _sampling_params(
@@ -117,6 +128,7 @@ class VLLMBackend:
                     max_tokens=max_tokens,
                     seed=request_seed(seed, i),
                     structured_outputs=structured,
+                    thinking_token_budget=self.thinking_token_budget,
                 )
             )
         return params
@@ -130,6 +142,7 @@ class VLLMBackend:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         seed: int = 0,
         json_schema: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> GenerationResult:
         validate_request(conversations, n, max_tokens)
         if not conversations:
@@ -143,10 +156,10 @@ class VLLMBackend:
             reason = " ".join(str(exc).split())  # one line: the CLI prints it as its error
             raise ValueError(f"vLLM refused the sampling settings (n={n}, temperature={temperature}, "
                              f"max_tokens={max_tokens}): {reason}") from exc
-        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0}
         try:
-            outputs = self.llm.chat(conversations, params, use_tqdm=False)
-            return GenerationResult([_texts(out, n, usage) for out in outputs], (), usage)
+            outputs = self.llm.chat(conversations, params, use_tqdm=False, tools=tools)
+            return GenerationResult([self._texts(out, n, usage) for out in outputs], (), usage)
         except Exception as exc:  # noqa: BLE001 - sorted out below
             if _engine_dead(exc):
                 raise
@@ -157,14 +170,24 @@ class VLLMBackend:
         failures = []
         for i, (conv, sp) in enumerate(zip(conversations, params)):
             try:
-                (out,) = self.llm.chat([conv], [sp], use_tqdm=False)
-                results.append(_texts(out, n, usage))
+                (out,) = self.llm.chat([conv], [sp], use_tqdm=False, tools=tools)
+                results.append(self._texts(out, n, usage))
             except Exception as exc:  # noqa: BLE001
                 if _engine_dead(exc):
                     raise exc from batch_error
                 failures.append(GenerationFailure(i, "engine", f"{type(exc).__name__}: {exc}", attempts=1, missing=n))
                 results.append([""] * n)
         return GenerationResult(results, tuple(failures), usage)
+
+    def _texts(self, out: Any, n: int, usage: dict[str, int]) -> list[str]:
+        usage["prompt_tokens"] += len(out.prompt_token_ids or [])
+        usage["completion_tokens"] += sum(len(c.token_ids) for c in out.outputs)
+        texts = [c.text for c in sorted(out.outputs, key=lambda c: c.index)][:n]
+        thoughts = [reasoning_text(t) for t in texts]
+        if any(thoughts):
+            tokenizer = self.llm.get_tokenizer()
+            usage["reasoning_tokens"] += sum(len(tokenizer.encode(t, add_special_tokens=False)) for t in thoughts if t)
+        return texts
 
     def close(self) -> None:
         """Shut the engine's worker processes down and drop the model."""
@@ -200,9 +223,3 @@ def _engine_dead(exc: BaseException) -> bool:
     except ImportError:  # a vLLM that moved it: treat nothing as fatal
         return False
     return isinstance(exc, EngineDeadError)
-
-
-def _texts(out: Any, n: int, usage: dict[str, int]) -> list[str]:
-    usage["prompt_tokens"] += len(out.prompt_token_ids or [])
-    usage["completion_tokens"] += sum(len(c.token_ids) for c in out.outputs)
-    return [c.text for c in sorted(out.outputs, key=lambda c: c.index)][:n]

@@ -7,7 +7,7 @@ back in scenario order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from poolbench_data.boards.generate import generate_scenario
 from poolbench_data.boards.pottable import Pottability, straight_pottable
@@ -45,6 +45,7 @@ class ScenarioRun:
     pottability: Pottability | None
     sims_run: int = 0  # simulations this board cost (deciding, playing, labelling)
     sims_saved: int = 0  # simulations the floor avoided (core.simcache)
+    sim_seconds: float = field(default=0.0, compare=False)  # CPU time in them; a measurement, not a result
 
 
 def play_shot(scenario: Scenario, shot: Shot | None, *, player: str, kind: str, sample: int = 0, how: str = "",
@@ -81,16 +82,28 @@ def play_baselines(scenario: Scenario, names: Sequence[str], board: BoardSims | 
 
 
 def label(scenario: Scenario, records: Sequence[ShotRecord], board: BoardSims | None = None) -> Pottability:
-    """Straight-pottability, reusing the Oracle's shot when it was played."""
+    """Straight-pottability, reusing the Oracle's shot when it was played; where
+    no straight shot reaches an own ball, `kick` if the kick Oracle's
+    one-cushion search pots legally (its shots reused when it was played)."""
+    from dataclasses import replace
+
+    from poolbench_data.players.baselines import oracle_kick
+
     oracle = next((r.shot for r in records if r.player == "oracle"), None)
-    return straight_pottable(scenario, oracle, board)
+    p = straight_pottable(scenario, oracle, board)
+    if p.how != "no-direct-own-ball":
+        return p
+    board = board if board is not None else BoardSims(scenario)
+    before = board.run
+    kick = oracle_kick(scenario, sims=board)
+    return replace(p, kind="kick" if kick.how == "kick-pot" else "none", sims=p.sims + board.run - before)
 
 
 def play_scenario(scenario: Scenario, names: Sequence[str], labelled: bool = True, floor: bool = True) -> ScenarioRun:
     board = BoardSims(scenario, floor)
     records = play_baselines(scenario, names, board)
     pottability = label(scenario, records, board) if labelled else None
-    return ScenarioRun(scenario, records, pottability, board.run, board.saved)
+    return ScenarioRun(scenario, records, pottability, board.run, board.saved, board.seconds)
 
 
 def _task(args):

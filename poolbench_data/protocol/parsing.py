@@ -67,8 +67,9 @@ POCKET_TOLERANCE = 0.15  # metres from a pocket centre; see module docstring
 MAX_DEPTH = 32
 MAX_FRAGMENTS = 256
 
-_CLOSE_THINK = re.compile(r"</think>", re.IGNORECASE)
-_OPEN_THINK = re.compile(r"<think>", re.IGNORECASE)
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"  # reasoning markers (R1-style models); budgets force the close
+_CLOSE_THINK = re.compile(re.escape(THINK_CLOSE), re.IGNORECASE)
+_OPEN_THINK = re.compile(re.escape(THINK_OPEN), re.IGNORECASE)
 _BRACKET = re.compile(r"[{\[]")
 _OBJECT_START = re.compile(r"\{\s*[\"}]")
 _ARRAY_START = re.compile(r"\[\s*[-0-9\"\[\]{tfnNI]")
@@ -102,18 +103,30 @@ class _Fail(Exception):
 
 def strip_think(text: str) -> str:
     """Remove reasoning blocks in one linear pass; what remains is the answer."""
-    pos, kept = 0, []
+    return _split_think(text)[0]
+
+
+def reasoning_text(text: str) -> str:
+    """What strip_think removes: the model's reasoning (counted as reasoning tokens)."""
+    return _split_think(text)[1]
+
+
+def _split_think(text: str) -> tuple[str, str]:
+    pos, kept, thought = 0, [], []
     first_open, first_close = _OPEN_THINK.search(text), _CLOSE_THINK.search(text)
     if first_close and (first_open is None or first_close.start() < first_open.start()):
-        pos = first_close.end()  # the opening tag lived in the chat template
+        thought.append(text[:first_close.start()])  # the opening tag lived in the chat template
+        pos = first_close.end()
     while (o := _OPEN_THINK.search(text, pos)) is not None:
         kept.append(text[pos:o.start()])
         c = _CLOSE_THINK.search(text, o.end())
         if c is None:  # unclosed: the model never finished thinking
-            return " ".join(kept)
+            thought.append(text[o.end():])
+            return " ".join(kept), " ".join(thought)
+        thought.append(text[o.end():c.start()])
         pos = c.end()
     kept.append(text[pos:])
-    return " ".join(kept)
+    return " ".join(kept), " ".join(thought)
 
 
 def _constant(name: str) -> float:
@@ -328,3 +341,13 @@ def parse_action(text: str | None, scenario: Scenario) -> ParseResult:
     except _Fail as f:
         return ParseResult(f.status, None, f.message)
     return ParseResult("ok", shot, note)
+
+
+def read_target(ball, pocket, scenario: Scenario) -> tuple[str, str]:
+    """(ball id, pocket id) as an answer's target_ball and target_pocket are
+    read (a pocket id or its [x, y] centre); ValueError names what is wrong.
+    Tools that take a target (llm.tools) read it by the same rules."""
+    try:
+        return _ball(ball, scenario), _pocket(pocket)
+    except _Fail as f:
+        raise ValueError(f.message) from None

@@ -1,0 +1,190 @@
+"""The tool-augmented condition (the paper's section 6.3): before it answers,
+the model may call a `ghost_ball` geometry tool, executed here.
+
+The tool is described twice, so any model can use it: as an OpenAI function
+(`TOOLS`, sent to the server and to chat templates that render tools) and in
+one paragraph appended to the system prompt (`TOOL_NOTE`; SmolLM2's template,
+like many, ignores `tools`). A call is read from the text in the Hermes form
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, which is what
+tool-trained open models write and what the OpenAI backend turns a
+structured `tool_calls` answer into, so both backends share one loop.
+
+Each (board, sample) thread continues until an answer holds no call or
+`max_calls` calls were made; the last answer is parsed and played like any
+other. Calls and results are kept per shot (`ToolThread`) for the run's
+`tool_calls.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from poolbench_data.core import geometry as geo
+from poolbench_data.core.records import CUE, Scenario
+from poolbench_data.core.table import geometry
+from poolbench_data.core.validation import placement_problem
+from poolbench_data.llm.player import EvalSettings, request_failed
+from poolbench_data.players.play import ShotRecord, play_shot
+from poolbench_data.protocol.parsing import parse_action, read_target
+
+TOOL_NAME = "ghost_ball"
+TOOLS = [{
+    "type": "function",
+    "function": {
+        "name": TOOL_NAME,
+        "description": "Ghost-ball geometry for one object ball and one pocket on this board: the aim angle "
+                       "from the cue ball to the ghost ball, the cut angle, and the balls in the way.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "target_ball": {"type": "string", "description": "object ball id, '1'..'15'"},
+                "pocket": {"type": "string", "description": "pocket id: lb, lc, lt, rb, rc, rt"},
+            },
+            "required": ["target_ball", "pocket"],
+        },
+    },
+}]
+TOOL_NOTE = (
+    "\n\nTOOL. Before you answer you may call ghost_ball(target_ball, pocket): it returns aim_angle_deg "
+    "(cue ball to the ghost ball, aimed at the pocket centre), cut_angle_deg, and the balls blocking the cue "
+    "ball's path and the target's path. To call it, write only "
+    '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "3", "pocket": "rt"}}</tool_call> '
+    "and wait for the result. When you are ready, answer with the JSON action as instructed."
+)
+# Tokens a tool result adds to the conversation (a result is ~70 tokens with
+# SmolLM2's digit-by-digit tokenizer); used to check the context before work.
+RESULT_TOKENS = 120
+_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+
+
+def with_tool_note(convs: list[list[dict]]) -> list[list[dict]]:
+    """Each conversation with the tool's paragraph after its system prompt."""
+    out = []
+    for conv in convs:
+        first, *rest = conv
+        if first["role"] != "system":
+            raise ValueError("tool conversations start with the protocol's system prompt")
+        out.append([{**first, "content": first["content"] + TOOL_NOTE}, *rest])
+    return out
+
+
+def tool_calls(text: str) -> list[dict]:
+    """The calls written in `text`: [{"name", "arguments"}]; a block that is
+    not a JSON call is returned as {"name": None, "error": ...}, so the model
+    hears what was wrong."""
+    calls = []
+    for body in _CALL.findall(text or ""):
+        try:
+            obj = json.loads(body)
+            if not isinstance(obj, dict) or not isinstance(obj.get("arguments", {}), (dict, str)):
+                raise ValueError("a call is {\"name\": ..., \"arguments\": {...}}")
+            args = obj.get("arguments", {})
+            calls.append({"name": obj.get("name"), "arguments": json.loads(args) if isinstance(args, str) else args})
+        except ValueError as exc:
+            calls.append({"name": None, "arguments": {}, "error": f"not a tool call: {exc}"})
+    return calls
+
+
+def ghost_ball(scenario: Scenario, target_ball, pocket) -> dict:
+    """The paper's ghost-ball construction for one ball and pocket, as the tool answers it."""
+    ball, pid = read_target(target_ball, pocket, scenario)
+    balls = {b.id: (b.x, b.y) for b in scenario.balls}
+    cx, cy = balls[CUE]
+    t = scenario.ball(ball)
+    p = geometry().pocket(pid)
+    gx, gy = geo.ghost_ball(t.x, t.y, p.x, p.y)
+    free = placement_problem(gx, gy) is None and all(
+        ((gx - x) ** 2 + (gy - y) ** 2) ** 0.5 >= geometry().ball_diameter
+        for b, (x, y) in balls.items() if b not in (CUE, ball))
+    return {"target_ball": ball, "pocket": pid, "ghost_ball": [round(gx, 4), round(gy, 4)],
+            "aim_angle_deg": round(geo.angle_deg(cx, cy, gx, gy), 2),
+            "cut_angle_deg": round(geo.cut_angle(cx, cy, gx, gy, p.x, p.y), 1),
+            "cue_path_blocked_by": geo.path_blockers(cx, cy, gx, gy, balls, ignore=(CUE, ball)),
+            "target_path_blocked_by": geo.path_blockers(t.x, t.y, p.x, p.y, balls, ignore=(CUE, ball)),
+            "ghost_ball_free": free}
+
+
+def run_call(scenario: Scenario, call: dict) -> dict:
+    """One call's result; a bad call gets an error the model can read."""
+    if call.get("error"):
+        return {"error": call["error"]}
+    if call.get("name") != TOOL_NAME:
+        return {"error": f"unknown tool {call.get('name')!r}; the only tool is {TOOL_NAME}"}
+    args = call.get("arguments") or {}
+    try:
+        return ghost_ball(scenario, args.get("target_ball"), args.get("pocket"))
+    except ValueError as exc:
+        return {"error": str(exc)}
+
+
+@dataclass
+class ToolThread:
+    """One (board, sample) conversation while it calls tools."""
+
+    board: int
+    sample: int
+    conv: list[dict]
+    text: str = ""
+    calls: list[dict] = field(default_factory=list)  # {"arguments", "result"} in order
+    failure: object = None  # the GenerationFailure that ended it, if any
+
+    def to_row(self, scenario_id: str, player: str) -> dict:
+        return {"scenario_id": scenario_id, "player": player, "sample": self.sample, "calls": self.calls,
+                "final_response": self.text, "request_failed": self.failure is not None}
+
+
+def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], backend, settings: EvalSettings, *,
+                    player: str, max_calls: int) -> tuple[list[ShotRecord], list, list[ToolThread]]:
+    """Every board's `settings.samples` threads, each calling the tool up to
+    `max_calls` times; returns the records (board by board, as evaluate_model),
+    each turn's GenerationResult and the threads."""
+    convs = with_tool_note(convs)
+    gen = backend.generate(convs, n=settings.samples, temperature=settings.temperature,
+                           max_tokens=settings.max_tokens, seed=settings.seed, tools=TOOLS)
+    gens, failed = [gen], gen.failed_slots()
+    threads = []
+    for i, texts in enumerate(gen.texts):
+        for j, text in enumerate(texts):
+            threads.append(ToolThread(i, j, list(convs[i]), text, failure=failed.get((i, j))))
+    for turn in range(1, max_calls + 1):
+        live = [t for t in threads if t.failure is None and tool_calls(t.text)]
+        if not live:
+            break
+        for t in live:
+            made = tool_calls(t.text)
+            ids = [f"call_{len(t.calls) + k}" for k in range(len(made))]
+            t.conv.append({"role": "assistant", "content": t.text, "tool_calls": [
+                {"id": cid, "type": "function", "function": {"name": str(c.get("name")),
+                                                              "arguments": json.dumps(c.get("arguments") or {})}}
+                for cid, c in zip(ids, made)]})
+            for cid, c in zip(ids, made):
+                result = run_call(scenarios[t.board], c)
+                t.calls.append({"arguments": c.get("arguments"), "result": result})
+                t.conv.append({"role": "tool", "tool_call_id": cid, "content": json.dumps(result)})
+        gen = backend.generate([t.conv for t in live], n=1, temperature=settings.temperature,
+                               max_tokens=settings.max_tokens, seed=settings.seed + 1000 * turn, tools=TOOLS)
+        gens.append(gen)
+        failed = gen.failed_slots()
+        for k, t in enumerate(live):
+            t.failure, t.text = failed.get((k, 0)), gen.texts[k][0]
+    records = []
+    for t in threads:
+        s = scenarios[t.board]
+        if t.failure is not None:
+            records.append(request_failed(s, t.failure, player=player, sample=t.sample))
+            continue
+        p = parse_action(t.text, s)
+        records.append(play_shot(s, p.shot, player=player, kind="llm", sample=t.sample, how=p.status,
+                                 raw_response=t.text, parse_status=p.status, parse_message=p.message))
+    return records, gens, threads
+
+
+def tool_summary(threads: Sequence[ToolThread]) -> dict:
+    """How much the tool was used: calls, shots that called it, bad calls."""
+    calls = [c for t in threads for c in t.calls]
+    return {"shots": len(threads), "shots_with_calls": sum(1 for t in threads if t.calls), "calls": len(calls),
+            "calls_with_error": sum(1 for c in calls if "error" in c["result"]),
+            "failed_requests": sum(1 for t in threads if t.failure is not None)}

@@ -1,0 +1,180 @@
+"""Tools and reasoning (section 6.3): the ghost_ball tool, calls read
+from text, and the whole loop through `poolbench eval` against a loopback
+OpenAI-compatible server that answers with structured tool calls; reasoning
+budgets sent and reasoning tokens reported."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from poolbench_data.boards.generate import generate
+from poolbench_data.cli import main
+from poolbench_data.core.candidates import candidates
+from poolbench_data.llm.backend import tool_call_text
+from poolbench_data.llm.tools import TOOL_NOTE, TOOLS, ghost_ball, run_call, tool_calls
+from poolbench_data.protocol.prompts import SYSTEM_PROMPT
+from test_experiments import _Recorder, _board, recording_server
+
+BOARDS = generate(2)
+
+
+def test_the_tool_is_the_paper_ghost_ball_construction():
+    # The centre-aim Heuristic's candidates are the same construction: the tool
+    # must give the same aim, cut and blockers for every ball and pocket.
+    for s in BOARDS:
+        for c in candidates(s, aim="centre"):
+            r = ghost_ball(s, c.ball, c.pocket)
+            assert r["aim_angle_deg"] == pytest.approx(c.phi, abs=0.006)
+            assert r["cut_angle_deg"] == pytest.approx(c.cut, abs=0.06)
+            assert tuple(r["cue_path_blocked_by"]) == c.cue_blockers
+            assert tuple(r["target_path_blocked_by"]) == c.pocket_blockers
+            assert r["ghost_ball_free"] == c.ghost_ok
+
+
+def test_bad_calls_get_an_error_the_model_can_read():
+    s = BOARDS[0]
+    absent = next(str(k) for k in range(1, 16) if str(k) not in {b.id for b in s.balls})
+    assert "not on the table" in run_call(s, {"name": "ghost_ball", "arguments": {"target_ball": absent,
+                                                                                 "pocket": "rt"}})["error"]
+    assert "pocket id" in run_call(s, {"name": "ghost_ball", "arguments": {"target_ball": s.object_balls[0].id,
+                                                                          "pocket": "xx"}})["error"]
+    assert "unknown tool" in run_call(s, {"name": "shoot", "arguments": {}})["error"]
+    (bad,) = tool_calls("<tool_call>{not json}</tool_call>")
+    assert "not a tool call" in run_call(s, bad)["error"]
+
+
+def test_calls_are_read_from_text_in_the_hermes_form():
+    text = 'Let me check. <tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "3", "pocket": "rt"}}' \
+           '</tool_call>\n<tool_call>{"name": "ghost_ball", "arguments": "{\\"target_ball\\": 5, \\"pocket\\": ' \
+           '\\"lb\\"}"}</tool_call>'
+    assert tool_calls(text) == [{"name": "ghost_ball", "arguments": {"target_ball": "3", "pocket": "rt"}},
+                                {"name": "ghost_ball", "arguments": {"target_ball": 5, "pocket": "lb"}}]
+    assert tool_calls('{"target_ball": "3"}') == []  # an answer, not a call
+    # What the OpenAI backend writes for a structured call reads back the same.
+    assert tool_calls(tool_call_text("ghost_ball", '{"target_ball": "2", "pocket": "lc"}')) == [
+        {"name": "ghost_ball", "arguments": {"target_ball": "2", "pocket": "lc"}}]
+
+
+class _ToolRecorder(_Recorder):
+    """Answers with structured tool_calls when the reply is a dict."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        self.server.requests.append(body)
+        reply = self.server.reply(body["messages"])
+        message = {"role": "assistant", "content": reply} if isinstance(reply, str) else {
+            "role": "assistant", "content": None, "tool_calls": [
+                {"id": "x1", "type": "function", "function": {"name": "ghost_ball", "arguments": json.dumps(reply)}}]}
+        self._send(200, {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+
+
+def _eval(tmp_path, reply, *flags):
+    with recording_server(reply, _ToolRecorder) as (url, server):
+        code = main(["eval", "--backend", "openai", "--base_url", url, "--model", "m", "--n", "2", "--tools",
+                     "--baselines", "random", "--boards", "0", "--out", str(tmp_path), "--quiet", *flags])
+    return code, server
+
+
+def test_tool_loop_through_eval(tmp_path):
+    def reply(messages):  # a "model" that asks the tool once, then shoots the aim it was given
+        s = _board(messages)
+        if messages[-1]["role"] != "tool":
+            return {"target_ball": s.object_balls[0].id, "pocket": "rt"}
+        r = json.loads(messages[-1]["content"])
+        return json.dumps({"target_ball": r["target_ball"], "target_pocket": r["pocket"],
+                           "aim_angle_deg": r["aim_angle_deg"], "cue_speed": 9.0})
+
+    code, server = _eval(tmp_path, reply)
+    assert code == 0
+    first = [r for r in server.requests if len(r["messages"]) == 2]
+    second = [r for r in server.requests if len(r["messages"]) == 4]
+    assert len(first) == 2 and len(second) == 2
+    assert first[0]["tools"] == TOOLS and first[0]["messages"][0]["content"] == SYSTEM_PROMPT + TOOL_NOTE
+    asked, answer = second[0]["messages"][2:]
+    assert asked["role"] == "assistant" and asked["tool_calls"][0]["function"]["name"] == "ghost_ball"
+    assert answer["role"] == "tool" and answer["tool_call_id"] == asked["tool_calls"][0]["id"]
+    s = _board(second[0]["messages"])
+    assert json.loads(answer["content"]) == ghost_ball(s, s.object_balls[0].id, "rt")
+    rows = [json.loads(x) for x in (tmp_path / "llm_traces.jsonl").read_text().splitlines()]
+    assert [r["parse_status"] for r in rows] == ["ok", "ok"] and all(r["sim_status"] == "ok" for r in rows)
+    calls = [json.loads(x) for x in (tmp_path / "tool_calls.jsonl").read_text().splitlines()]
+    assert [len(c["calls"]) for c in calls] == [1, 1] and calls[0]["final_response"] == rows[0]["raw_response"]
+    summary = json.loads((tmp_path / "results.json").read_text())["tools"]
+    assert summary == {"shots": 2, "shots_with_calls": 2, "calls": 2, "calls_with_error": 0, "failed_requests": 0}
+
+
+def test_calls_stop_at_max_tool_calls(tmp_path):
+    code, server = _eval(tmp_path, lambda messages: {"target_ball": "99", "pocket": "rt"}, "--max_tool_calls", "2")
+    assert code == 0
+    assert len(server.requests) == 2 * 3  # the first answer and two more, per board
+    rows = [json.loads(x) for x in (tmp_path / "llm_traces.jsonl").read_text().splitlines()]
+    assert all(r["parse_status"] != "ok" for r in rows)  # still calling: no action to play
+    calls = [json.loads(x) for x in (tmp_path / "tool_calls.jsonl").read_text().splitlines()]
+    assert all(len(c["calls"]) == 2 and "not an object ball" in c["calls"][0]["result"]["error"] for c in calls)
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--tools", "--backend", "replay", "--responses", __file__], "--tools needs a live model"),
+    (["--tools", "--max_tool_calls", "0"], "--max_tool_calls must be >= 1"),
+    (["--tools", "--rounds", "2"], "--tools and --rounds are separate conditions"),
+])
+def test_tool_flags_are_checked_before_any_work(tmp_path, capsys, flags, words):
+    assert main(["eval", "--out", str(tmp_path / "o"), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1
+
+
+# --- reasoning budgets ------------------------------------------------------------
+
+
+class _ReasoningRecorder(_Recorder):
+    """A vLLM server with a reasoning parser: the thought comes apart from the
+    answer, and the usage counts its tokens."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        self.server.requests.append(body)
+        message = {"role": "assistant", "reasoning_content": "ghost ball first", "content": self.server.reply(
+            body["messages"])}
+        self._send(200, {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": 10, "completion_tokens": 9, "total_tokens": 19,
+                                   "completion_tokens_details": {"reasoning_tokens": 4}}})
+
+
+def test_reasoning_budget_is_sent_and_reasoning_tokens_reported(tmp_path, capsys):
+    from poolbench_data.players.baselines import oracle
+    from poolbench_data.protocol.prompts import format_action
+
+    def reply(messages):
+        s = _board(messages)
+        return format_action(oracle(s).shot, s)
+
+    with recording_server(reply, _ReasoningRecorder) as (url, server):
+        assert main(["eval", "--backend", "openai", "--base_url", url, "--model", "m", "--n", "2",
+                     "--reasoning_budget", "64", "--baselines", "random", "--boards", "0", "--out", str(tmp_path),
+                     "--quiet"]) == 0
+    assert [r["thinking_token_budget"] for r in server.requests] == [64, 64]
+    rows = [json.loads(x) for x in (tmp_path / "llm_traces.jsonl").read_text().splitlines()]
+    # The thought is kept with the answer, and the parser reads past it as before.
+    assert all(r["raw_response"].startswith("<think>ghost ball first</think>{") and r["parse_status"] == "ok"
+               for r in rows)
+    result = json.loads((tmp_path / "results.json").read_text())
+    assert result["usage"]["reasoning_tokens"] == 8 and result["backend"]["extra_body"] == {
+        "thinking_token_budget": 64}
+    assert "reasoning: 8 of 18 completion tokens inside <think> (4.0 a response; budget 64)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--reasoning_budget", "300"], "--reasoning_budget must be >= 1 and leave room for the answer"),
+    (["--reasoning_budget", "0"], "--reasoning_budget must be >= 1"),
+    (["--reasoning_budget", "8", "--backend", "replay", "--responses", __file__], "not replay"),
+])
+def test_reasoning_flags_are_checked_before_any_work(tmp_path, capsys, flags, words):
+    assert main(["eval", "--out", str(tmp_path / "o"), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1
