@@ -63,6 +63,9 @@ class _ToolRecorder(_Recorder):
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
         self.server.requests.append(body)
+        self.answer(body)
+
+    def answer(self, body: dict) -> None:
         reply = self.server.reply(body["messages"])
         message = {"role": "assistant", "content": reply} if isinstance(reply, str) else {
             "role": "assistant", "content": None, "tool_calls": [
@@ -115,6 +118,25 @@ def test_calls_stop_at_max_tool_calls(tmp_path):
     assert all(r["parse_status"] != "ok" for r in rows)  # still calling: no action to play
     calls = [json.loads(x) for x in (tmp_path / "tool_calls.jsonl").read_text().splitlines()]
     assert all(len(c["calls"]) == 2 and "not an object ball" in c["calls"][0]["result"]["error"] for c in calls)
+
+
+class _RejectToolTurns(_ToolRecorder):
+    """Calls come back; a conversation that holds a tool result is refused."""
+
+    def answer(self, body: dict) -> None:
+        if body["messages"][-1]["role"] == "tool":
+            return self._send(400, {"error": {"message": "no tools here", "type": "invalid_request_error"}})
+        super().answer(body)
+
+
+def test_a_failed_tool_turn_is_a_loud_failure_not_a_miss(tmp_path, capsys):
+    with recording_server(lambda m: {"target_ball": "1", "pocket": "rt"}, _RejectToolTurns) as (url, server):
+        code = main(["eval", "--backend", "openai", "--base_url", url, "--model", "m", "--n", "2", "--tools",
+                     "--baselines", "random", "--boards", "0", "--out", str(tmp_path), "--quiet", "--retries", "0"])
+    assert code == 1  # every shot lost its answer: the run is incomplete, not 0%
+    failures = json.loads((tmp_path / "results.json").read_text())["request_failures"]
+    assert failures["failed"] == 2 and failures["by_kind"] == {"client_error": 2} and failures["incomplete"]
+    assert "no tools here" in failures["example"]
 
 
 @pytest.mark.parametrize("flags, words", [

@@ -6,6 +6,7 @@ fail their category's check (docs/scenarios.md states the definitions).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -45,10 +46,17 @@ def is_partial_block(s: Scenario) -> bool:
 
 
 def directly_hittable_own(s: Scenario) -> set[str]:
+    return set(_directly_hittable_own(s))
+
+
+# A board asks it up to three times (its category check when drawn, its
+# label, the kick Oracle), and each is a 36,000-direction ray cast.
+@functools.lru_cache(maxsize=256)
+def _directly_hittable_own(s: Scenario) -> frozenset[str]:
     pos = _positions(s)
     cx, cy = pos.pop(CUE)
     own = {b.id for b in s.own()}
-    return geo.directly_hittable(cx, cy, pos) & own
+    return frozenset(geo.directly_hittable(cx, cy, pos) & own)
 
 
 def is_indirect(s: Scenario) -> bool:

@@ -232,7 +232,7 @@ def run(args) -> int:
         finally:
             backend.close()
     gen_s = time.perf_counter() - t1
-    failed = _request_failures(args, name, llm_records, gen)
+    failed = _request_failures(args, name, llm_records)
     report = _report(args, name, scenarios, baselines, base_records, llm_records, oracle_shots, out, failed)
     print(report)
     rows = llm_trace_rows(llm_records, oracle_shots, settings)
@@ -271,21 +271,27 @@ def run(args) -> int:
     return 0
 
 
-def _request_failures(args, name: str, llm_records, gen) -> dict:
+def _request_failures(args, name: str, llm_records) -> dict:
     """The model's shots that got no response, by failure kind, and whether
     they are more than --max_failed_share allows (the run is incomplete)."""
     from poolbench_data.llm.openai_backend import redact
     from poolbench_data.llm.player import REQUEST_FAILED
 
     shots = len(llm_records)
-    failed = sum(r.parse_status == REQUEST_FAILED for r in llm_records)
+    lost = [r for r in llm_records if r.parse_status == REQUEST_FAILED]
+    failed = len(lost)
     share = failed / shots if shots else 0.0
-    by_kind = gen.failed_by_kind()
+    # From the records, not round 1's result: a later round or tool turn can fail too.
+    by_kind: dict[str, int] = {}
+    for r in lost:
+        kind = r.parse_message.split(":", 1)[0]
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    by_kind = dict(sorted(by_kind.items()))
     incomplete = share > args.max_failed_share
     kinds = ", ".join(f"{k}: {v}" for k, v in by_kind.items())
     text = (f"{failed} of {shots} shots of {name} got no response ({kinds}), "
             f"{'more than' if incomplete else 'within what'} --max_failed_share {args.max_failed_share:g} allows")
-    example = " ".join(redact(gen.failures[0].error).split())[:300] if gen.failures else ""
+    example = " ".join(redact(lost[0].parse_message.split(":", 1)[-1]).split())[:300] if lost else ""
     return {"shots": shots, "failed": failed, "share": share, "by_kind": by_kind,
             "max_failed_share": args.max_failed_share, "incomplete": incomplete, "text": text, "example": example}
 

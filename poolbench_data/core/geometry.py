@@ -95,9 +95,15 @@ def path_blockers(x1, y1, x2, y2, balls: dict[str, tuple[float, float]], ignore=
 def first_hits(cx: float, cy: float, phis_deg: np.ndarray, balls: dict[str, tuple[float, float]]) -> list[str | None]:
     """For each direction, the first ball a cue ball at (cx, cy) rolling
     straight would hit (None: it reaches a cushion first)."""
+    ids, k, hit = _first_hit(cx, cy, phis_deg, balls)
+    return [ids[j] if h else None for j, h in zip(k, hit)]
+
+
+def _first_hit(cx, cy, phis_deg, balls) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(ball ids, index of the first ball hit per direction, whether any is hit)."""
     ids = list(balls)
     if not ids:
-        return [None] * len(phis_deg)
+        return ids, np.zeros(len(phis_deg), dtype=int), np.zeros(len(phis_deg), dtype=bool)
     D = geometry().ball_diameter
     rel = np.array([balls[b] for b in ids], dtype=float) - [cx, cy]  # (B, 2)
     phi = np.radians(np.asarray(phis_deg, dtype=float))
@@ -107,8 +113,7 @@ def first_hits(cx: float, cy: float, phis_deg: np.ndarray, balls: dict[str, tupl
     hit = (np.abs(perp) < D) & (along > 0)
     dist = np.where(hit, along - np.sqrt(np.maximum(D * D - perp * perp, 0.0)), np.inf)
     k = np.argmin(dist, axis=1)
-    best = dist[np.arange(len(phi)), k]
-    return [ids[j] if math.isfinite(b) else None for j, b in zip(k, best)]
+    return ids, k, np.isfinite(dist[np.arange(len(phi)), k])
 
 
 def directly_hittable(cx: float, cy: float, balls: dict[str, tuple[float, float]], step_deg: float = 0.01) -> set[str]:
@@ -125,4 +130,6 @@ def directly_hittable(cx: float, cy: float, balls: dict[str, tuple[float, float]
         half = math.degrees(math.asin(min(1.0, D / d))) if d > 0 else 90.0
         eps = 1e-6
         phis.append(np.array([centre - half + eps, centre + half - eps, centre]))
-    return {b for b in first_hits(cx, cy, np.concatenate(phis), balls) if b is not None}
+    # 36,000 directions: the set from the index array, not a list of names per direction.
+    ids, k, hit = _first_hit(cx, cy, np.concatenate(phis), balls)
+    return {ids[j] for j in np.unique(k[hit])}
