@@ -73,3 +73,19 @@ def test_bad_loop_arguments_are_one_line(capsys):
         assert loop.main(argv) == 2
         err = capsys.readouterr().err
         assert words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_after_reuses_the_sft_models_evaluation(tmp_path):
+    # With --after_model sft, `scaling` already evaluated that model on the same
+    # boards; `after` takes its files instead of generating again.
+    loop = _loop()
+    work = tmp_path / "work"
+    sft = work / "sft"
+    sft.mkdir(parents=True)
+    for name in ("summary.json", "results.json", "report.txt", "llm_traces.jsonl"):
+        (sft / name).write_text(name)
+    runner = loop.Loop(loop.LoopArguments(work_dir=str(work), after_model="sft"))
+    runner.eval = lambda *a: pytest.fail("evaluated again")
+    runner.after()
+    assert (work / "after" / "llm_traces.jsonl").read_text() == "llm_traces.jsonl"
+    assert (work / "after" / "summary.json").read_text() == "summary.json"

@@ -143,6 +143,14 @@ class Loop:
                   str(self.sft_dir / "merged"), *self.a.extra_dpo_args.split()])
 
     def after(self):
+        if self.a.after_model == "sft" and (self.sft_dir / "llm_traces.jsonl").exists():
+            # `scaling` evaluated this very model on the same boards: reuse it, not ~4 min of generation again.
+            import shutil
+
+            (self.work / "after").mkdir(parents=True, exist_ok=True)
+            for name in ("summary.json", "results.json", "report.txt", "llm_traces.jsonl"):  # traces last: "done"
+                shutil.copy2(self.sft_dir / name, self.work / "after" / name)
+            return
         self.eval("after", str((self.dpo_dir if self.a.after_model == "dpo" else self.sft_dir) / "merged"))
 
     def compare(self):
