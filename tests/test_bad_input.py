@@ -443,3 +443,15 @@ def _one_line_error_text(err, *words):
     assert err.startswith("error: ") and "\n" not in err, err
     for w in words:
         assert w in err, err
+
+
+def test_workers_run_one_blas_thread_and_the_parent_keeps_its_environment(monkeypatch):
+    # Two workers on two cores must not each start a BLAS thread per core; the
+    # setting reaches the workers only (a vLLM engine started later keeps its threads).
+    from poolbench_data.players.pool import imap_bounded
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")  # the user's own value is left alone
+    seen = list(imap_bounded(os.getenv, ["OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"] * 3, 2))
+    assert seen == ["1", "3"] * 3
+    assert "OPENBLAS_NUM_THREADS" not in os.environ and os.environ["MKL_NUM_THREADS"] == "3"

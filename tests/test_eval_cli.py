@@ -85,18 +85,30 @@ def test_errors_come_before_any_work(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_tools_and_reasoning_budget_on_the_embedded_model(tmp_path, capsys):
-    # The 6.3 flags on the real engine: the tool's note and spec reach the
-    # model, every shot gets a tool thread, the budget reaches the sampler.
+def test_tools_on_the_embedded_model(tmp_path, capsys):
+    # --tools on the real engine: the tool's note and spec reach the model,
+    # every shot gets a tool thread whose last answer is the one scored.
     out = tmp_path / "tools"
-    assert main(["eval", "--n", "2", "--tools", "--max_tool_calls", "1", "--reasoning_budget", "16",
-                 "--max_tokens", "48", "--baselines", "random", "--boards", "0", "--out", str(out),
-                 "--quiet"]) == 0
-    text = capsys.readouterr().out
-    assert "tools: " in text and "reasoning: " in text
+    assert main(["eval", "--n", "2", "--tools", "--max_tool_calls", "1", "--max_tokens", "48",
+                 "--baselines", "random", "--boards", "0", "--out", str(out), "--quiet"]) == 0
+    assert "tools: " in capsys.readouterr().out
     result = json.loads((out / "results.json").read_text())
-    assert result["backend"]["thinking_token_budget"] == 16 and "reasoning_tokens" in result["usage"]
-    assert result["tools"]["shots"] == 2
+    assert result["tools"]["shots"] == 2 and result["request_failures"]["failed"] == 0
     threads = [json.loads(x) for x in (out / "tool_calls.jsonl").read_text().splitlines()]
     rows = [json.loads(x) for x in (out / "llm_traces.jsonl").read_text().splitlines()]
     assert [t["final_response"] for t in threads] == [r["raw_response"] for r in rows]
+
+
+@pytest.mark.slow
+def test_rounds_and_reasoning_budget_on_the_embedded_model(tmp_path, capsys):
+    # --rounds and --reasoning_budget on the real engine: one row per round,
+    # the budget in the engine's sampling settings, reasoning tokens counted.
+    out = tmp_path / "rounds"
+    assert main(["eval", "--n", "2", "--rounds", "2", "--reasoning_budget", "16", "--max_tokens", "48",
+                 "--baselines", "random", "--boards", "0", "--out", str(out), "--quiet"]) == 0
+    assert "reasoning: " in capsys.readouterr().out
+    result = json.loads((out / "results.json").read_text())
+    assert result["backend"]["thinking_token_budget"] == 16 and "reasoning_tokens" in result["usage"]
+    rows = [json.loads(x) for x in (out / "llm_traces.jsonl").read_text().splitlines()]
+    assert sorted(r["player"] for r in rows) == ["SmolLM2-135M-Instruct"] * 2 + ["SmolLM2-135M-Instruct@r2"] * 2
+    assert (out / "refinement_pairs.jsonl").exists()
