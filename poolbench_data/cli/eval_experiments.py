@@ -87,7 +87,7 @@ def play(args, scenarios, convs, backend, settings, *, name: str, progress):
 
 def write(args, out: Path, scenarios, convs, records, name: str, threads, usage: dict) -> dict:
     """The condition's own files and lines; returns what goes into results.json."""
-    if "reasoning_tokens" in usage:
+    if args.reasoning_budget is not None or usage.get("reasoning_tokens"):
         answered = max(1, sum(1 for r in records if r.raw_response is not None))
         print(f"reasoning: {usage['reasoning_tokens']} of {usage['completion_tokens']} completion tokens inside "
               f"<think> ({usage['reasoning_tokens'] / answered:.1f} a response; budget "
