@@ -66,10 +66,9 @@ def run_setting(setting: str, data: Path, steps: int, work: Path) -> dict:
            "--output_dir", str(out), "--max_steps", str(steps), "--dtype", dtype, "--per_device_train_batch_size",
            "1", "--gradient_accumulation_steps", "1", "--save_strategy", "no", "--logging_steps", "1",
            "--gradient_checkpointing", "true" if "ckpt" in flags else "false", "--save_merged", "false"]
-    if "full" in flags:  # all weights, the full fine-tune's learning rate
-        cmd += ["--use_peft", "false", "--learning_rate", "1e-5"]
-    if "amp" in flags:  # fp32 master weights, bf16 matmuls under CPU autocast
-        cmd += ["--bf16", "true"]
+    # LoRA r16 unless `full` (all weights), whatever the recipe says; `amp`: bf16
+    # matmuls under CPU autocast over the dtype's weights.
+    cmd += ["--use_peft", "false" if "full" in flags else "true", "--bf16", "true" if "amp" in flags else "false"]
     started = time.perf_counter()
     with open(work / f"{out.name}.log", "w") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)

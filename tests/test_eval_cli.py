@@ -28,7 +28,7 @@ def test_eval_embedded_model_structured_appends_traces(dataset, tmp_path, capsys
     # (measured with the default --gen_seed).
     args = ["eval", "--n", "2", "--samples", "4", "--few_shot", "1", "--max_tokens", "64", "--structured",
             "--out", str(out), "--boards", "1", "--max_model_len", "4096", "--dataset_dir", str(dataset),
-            "--name", "smol", "--quiet"]
+            "--name", "smol", "--quiet", "--output_path", str(tmp_path / "lm-eval"), "--log_samples"]
     assert main(args) == 0
     text = capsys.readouterr().out
     for word in ("Contact %", "Potted %", "Foul %", "oracle", "heuristic-centre", "random", "smol",
@@ -48,6 +48,10 @@ def test_eval_embedded_model_structured_appends_traces(dataset, tmp_path, capsys
         assert r["action"] is not None and r["sim_status"] == "ok" and r["events"] and r["final_positions"], r
         assert "not-fired" not in r["foul_reasons"], r
     assert (out / "heatmap_contact.png").stat().st_size > 1000 and list(out.glob("board_*.png"))
+    # lm-eval conventions on the real engine: pass@4 beside the mean, one sample line per shot.
+    lm_eval = json.loads((tmp_path / "lm-eval" / "results_smol.json").read_text())["results"]["poolbench"]
+    assert 0.0 <= lm_eval["parseable,none"] <= lm_eval["parseable_pass@4,none"] <= 1.0
+    assert len((tmp_path / "lm-eval" / "samples_smol.jsonl").read_text().splitlines()) == 8
     traces = read_rows(dataset, "traces", "test")
     assert sum(r["player"] == "smol" for r in traces) == 8 and sum(r["player"] == "oracle" for r in traces) == 2
 

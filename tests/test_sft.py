@@ -154,10 +154,13 @@ def parse(argv: list[str]):
 
 @pytest.fixture(scope="module")
 def resumed_run(tiny_model, sft_folder, tmp_path_factory):
-    """Two steps, checkpoint, stop; then the same command with max_steps 4 resumes."""
+    """Two steps, checkpoint, stop; then the same command with max_steps 4 resumes.
+    With LoRA on bf16 weights (the recipe trains all weights in fp32 by
+    default): the adapter path and its fp32 merge are what these tests check."""
     out = tmp_path_factory.mktemp("run") / "sft"
-    first = sft.main(tiny_args(tiny_model, sft_folder, out, max_steps=2))
-    second = sft.main(tiny_args(tiny_model, sft_folder, out, max_steps=4))
+    lora = {"use_peft": "true", "dtype": "bfloat16", "bf16": "false"}
+    first = sft.main(tiny_args(tiny_model, sft_folder, out, max_steps=2, **lora))
+    second = sft.main(tiny_args(tiny_model, sft_folder, out, max_steps=4, **lora))
     return first, second
 
 
