@@ -200,3 +200,12 @@ def test_reasoning_flags_are_checked_before_any_work(tmp_path, capsys, flags, wo
     assert main(["eval", "--out", str(tmp_path / "o"), *flags]) == 2
     err = capsys.readouterr().err.strip()
     assert words in err and len(err.splitlines()) == 1
+
+
+def test_a_server_that_does_not_count_reasoning_tokens_is_said_so(tmp_path, capsys):
+    with recording_server(lambda messages: "{}") as (url, server):
+        assert main(["eval", "--backend", "openai", "--base_url", url, "--model", "m", "--n", "1",
+                     "--reasoning_budget", "64", "--baselines", "random", "--boards", "0", "--out", str(tmp_path),
+                     "--quiet"]) == 0
+    assert "reasoning: tokens not reported by the backend (budget 64)" in capsys.readouterr().out
+    assert "reasoning_tokens" not in json.loads((tmp_path / "results.json").read_text())["usage"]

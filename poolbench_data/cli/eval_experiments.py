@@ -87,11 +87,13 @@ def play(args, scenarios, convs, backend, settings, *, name: str, progress):
 
 def write(args, out: Path, scenarios, convs, records, name: str, threads, usage: dict) -> dict:
     """The condition's own files and lines; returns what goes into results.json."""
-    if args.reasoning_budget is not None or usage.get("reasoning_tokens"):
+    budget = args.reasoning_budget if args.reasoning_budget is not None else "none"
+    if "reasoning_tokens" not in usage and args.reasoning_budget is not None:  # a server that does not count them
+        print(f"reasoning: tokens not reported by the backend (budget {budget})")
+    elif usage.get("reasoning_tokens") or args.reasoning_budget is not None:
         answered = max(1, sum(1 for r in records if r.raw_response is not None))
         print(f"reasoning: {usage['reasoning_tokens']} of {usage['completion_tokens']} completion tokens inside "
-              f"<think> ({usage['reasoning_tokens'] / answered:.1f} a response; budget "
-              f"{args.reasoning_budget if args.reasoning_budget is not None else 'none'})")
+              f"<think> ({usage['reasoning_tokens'] / answered:.1f} a response; budget {budget})")
     if args.rounds > 1:
         from poolbench_data.cli.eval_outputs import write_refinement_pairs
 

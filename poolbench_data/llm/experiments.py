@@ -19,9 +19,8 @@ import base64
 from collections.abc import Sequence
 
 from poolbench_data.core.records import Scenario
-from poolbench_data.llm.player import EvalSettings, REQUEST_FAILED, request_failed
-from poolbench_data.players.play import ShotRecord, play_shot
-from poolbench_data.protocol.parsing import parse_action
+from poolbench_data.llm.player import EvalSettings, REQUEST_FAILED, answer_record
+from poolbench_data.players.play import ShotRecord
 
 AGAIN = "Shoot again on the same board (the balls are back where they were): answer with one JSON action."
 
@@ -69,14 +68,8 @@ def refine(scenarios: Sequence[Scenario], convs: list[list[dict]], first: list[S
         failed = gen.failed_slots()
         nxt = []
         for j, ((i, sample, _, _), conv) in enumerate(zip(live, asks)):
-            s = scenarios[i]
-            if (j, 0) in failed:
-                rec = request_failed(s, failed[j, 0], player=round_name(player, k), sample=sample)
-            else:
-                text = gen.texts[j][0]
-                p = parse_action(text, s)
-                rec = play_shot(s, p.shot, player=round_name(player, k), kind="llm", sample=sample, how=p.status,
-                                raw_response=text, parse_status=p.status, parse_message=p.message)
+            rec = answer_record(scenarios[i], gen.texts[j][0], failed.get((j, 0)), player=round_name(player, k),
+                                sample=sample)
             records.append(rec)
             nxt.append((i, sample, conv, rec))
         threads = nxt

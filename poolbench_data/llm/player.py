@@ -111,13 +111,18 @@ def evaluate_model(scenarios: Sequence[Scenario], backend, settings: EvalSetting
     for i, (s, texts) in enumerate(tqdm(list(zip(scenarios, gen.texts)), desc="simulating", unit="scenario",
                                         disable=not progress)):
         for j, text in enumerate(texts):
-            if (i, j) in failed:
-                records.append(request_failed(s, failed[i, j], player=name, sample=j))
-                continue
-            p = parse_action(text, s)
-            records.append(play_shot(s, p.shot, player=name, kind="llm", sample=j, how=p.status,
-                                     raw_response=text, parse_status=p.status, parse_message=p.message))
+            records.append(answer_record(s, text, failed.get((i, j)), player=name, sample=j))
     return records, gen
+
+
+def answer_record(s: Scenario, text: str, failure: GenerationFailure | None, *, player: str,
+                  sample: int) -> ShotRecord:
+    """One answer parsed, played and scored; a request that failed is recorded as such."""
+    if failure is not None:
+        return request_failed(s, failure, player=player, sample=sample)
+    p = parse_action(text, s)
+    return play_shot(s, p.shot, player=player, kind="llm", sample=sample, how=p.status, raw_response=text,
+                     parse_status=p.status, parse_message=p.message)
 
 
 def request_failed(s: Scenario, failure: GenerationFailure, *, player: str, sample: int) -> ShotRecord:

@@ -26,9 +26,9 @@ from poolbench_data.core import geometry as geo
 from poolbench_data.core.records import CUE, Scenario
 from poolbench_data.core.table import geometry
 from poolbench_data.core.validation import placement_problem
-from poolbench_data.llm.player import EvalSettings, request_failed
-from poolbench_data.players.play import ShotRecord, play_shot
-from poolbench_data.protocol.parsing import parse_action, read_target
+from poolbench_data.llm.player import EvalSettings, answer_record
+from poolbench_data.players.play import ShotRecord
+from poolbench_data.protocol.parsing import read_target
 
 TOOL_NAME = "ghost_ball"
 TOOLS = [{
@@ -170,15 +170,7 @@ def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], back
         failed = gen.failed_slots()
         for k, t in enumerate(live):
             t.failure, t.text = failed.get((k, 0)), gen.texts[k][0]
-    records = []
-    for t in threads:
-        s = scenarios[t.board]
-        if t.failure is not None:
-            records.append(request_failed(s, t.failure, player=player, sample=t.sample))
-            continue
-        p = parse_action(t.text, s)
-        records.append(play_shot(s, p.shot, player=player, kind="llm", sample=t.sample, how=p.status,
-                                 raw_response=t.text, parse_status=p.status, parse_message=p.message))
+    records = [answer_record(scenarios[t.board], t.text, t.failure, player=player, sample=t.sample) for t in threads]
     return records, gens, threads
 
 
