@@ -1,4 +1,5 @@
-"""The simulation floor, before and after in one run: python benchmarks/bench_floor.py [--n 60 --n_parallel 200]
+"""The simulation floor, before and after in one run:
+python benchmarks/bench_floor.py [--n 60 --n_parallel 200 --n_long 1000]
 
 Builds the same boards (test split, every default baseline, labelled) with
 the floor off (every shot simulated, as before core.simcache) and on, and
@@ -8,8 +9,10 @@ but simulation). Simulation time is the CPU time of the simulating threads
 inside pooltool, summed over the workers of the same build (BoardSims.seconds),
 so a core lost to the builder's own work counts as overhead, not as
 simulation. The 2-worker ratio is taken on --n_parallel boards: each worker
-process pays its numba start-up on its first boards, which a short build
-cannot amortize.
+process pays its start-up (importing pooltool, loading numba's cache) on
+its first board and one worker idles while the other plays the last, ~3 s a
+build that a short build cannot amortize; --n_long boards (0: skip) show the
+ratio of a longer build, where they weigh less.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--seed", type=int, default=4242)
     ap.add_argument("--n_parallel", type=int, default=200)
+    ap.add_argument("--n_long", type=int, default=1000)
     args = ap.parse_args(argv)
 
     build(3, args.seed + 1, 1, True)  # warm numba and caches
@@ -42,6 +46,7 @@ def main(argv=None):
     w1, s1 = build(args.n, args.seed, 1, True)
     big1, b1 = build(args.n_parallel, args.seed, 1, True)
     big2, b2 = build(args.n_parallel, args.seed, 2, True)
+    long2, l2 = build(args.n_long, args.seed, 2, True) if args.n_long else (0.0, {})
     rows = [
         ("simulations per board: floor off", f"{s0['run'] / args.n:.1f}"),
         ("simulations per board: floor on", f"{s1['run'] / args.n:.1f}"),
@@ -61,6 +66,12 @@ def main(argv=None):
         (f"{args.n_parallel} boards: CPU ms per simulation, 1 -> 2 workers",
          f"{1000 * b1['seconds'] / b1['run']:.1f} -> {1000 * b2['seconds'] / b2['run']:.1f}"),
     ]
+    if args.n_long:
+        rows += [
+            (f"{args.n_long} boards, floor on: boards/s, 2 workers", f"{args.n_long / long2:.2f}"),
+            (f"{args.n_long} boards: build time / (simulation time / 2), 2 workers",
+             f"{long2 / (l2['seconds'] / 2):.3f}"),
+        ]
     w = max(len(k) for k, _ in rows)
     print(f"{args.n} boards, seed {args.seed}\n{'metric'.ljust(w)}  value\n{'-' * w}  -----")
     for k, v in rows:

@@ -45,6 +45,48 @@ def test_directly_hittable_sees_a_ball_hidden_behind_another_only_at_the_edges()
     assert geo.directly_hittable(0.5, 0.3, offset) == {"9", "1"}
 
 
+def _hittable_casting_every_ray(cx, cy, balls, step_deg=0.01):
+    # The sweep as it was: all 36,000 directions plus every cone's edges.
+    D = geometry().ball_diameter
+    phis = [np.arange(0.0, 360.0, step_deg)]
+    for bx, by in balls.values():
+        d, centre = math.hypot(bx - cx, by - cy), math.degrees(math.atan2(by - cy, bx - cx))
+        half = math.degrees(math.asin(min(1.0, D / d)))
+        phis.append(np.array([centre - half + 1e-6, centre + half - 1e-6, centre]))
+    return {h for h in geo.first_hits(cx, cy, np.concatenate(phis), balls) if h}
+
+
+def test_directly_hittable_casts_only_the_targets_cones_and_agrees_with_every_ray():
+    # Random crowded layouts (cue ball anywhere, cones across the 0/360 seam)
+    # and the own balls of random boards: the same sets as casting all rays.
+    from poolbench_data.boards.generate import iter_specs, generate_scenario
+
+    rng = np.random.default_rng(7)
+    D = geometry().ball_diameter
+    layouts = []
+    for _ in range(60):
+        pts = []
+        while len(pts) < 12:
+            p = rng.uniform([0.1, 0.1], [0.96, 2.03])
+            if all(math.dist(p, q) > D for q in pts):
+                pts.append(tuple(p))
+        cue, *rest = pts
+        balls = {str(i + 1): q for i, q in enumerate(rest)}
+        layouts.append((cue, balls, set(rng.choice(sorted(balls), 4, replace=False))))
+    for spec in iter_specs(30, 4242, 0):
+        s = generate_scenario(*spec)
+        pos = {b.id: (b.x, b.y) for b in s.balls}
+        cue = pos.pop("cue")
+        layouts.append((cue, pos, {b.id for b in s.own()}))
+    seen = 0
+    for (cx, cy), balls, own in layouts:
+        every = _hittable_casting_every_ray(cx, cy, balls)
+        assert geo.directly_hittable(cx, cy, balls) == every
+        assert geo.directly_hittable(cx, cy, balls, targets=own) == every & own
+        seen += len(every & own) < len(own)
+    assert seen > 10  # the layouts do hide some targets
+
+
 def test_path_blockers_use_ball_diameter_corridor():
     D = geometry().ball_diameter
     balls = {"9": (0.5 + 0.99 * D, 1.0), "10": (0.5 + 1.01 * D, 1.0)}

@@ -50,13 +50,13 @@ def directly_hittable_own(s: Scenario) -> set[str]:
 
 
 # A board asks it up to three times (its category check when drawn, its
-# label, the kick Oracle), and each is a 36,000-direction ray cast.
+# label, the kick Oracle), and each is a ray cast over the own balls' cones.
 @functools.lru_cache(maxsize=256)
 def _directly_hittable_own(s: Scenario) -> frozenset[str]:
     pos = _positions(s)
     cx, cy = pos.pop(CUE)
     own = {b.id for b in s.own()}
-    return frozenset(geo.directly_hittable(cx, cy, pos) & own)
+    return frozenset(geo.directly_hittable(cx, cy, pos, targets=own))
 
 
 def is_indirect(s: Scenario) -> bool:

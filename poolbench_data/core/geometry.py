@@ -116,20 +116,36 @@ def _first_hit(cx, cy, phis_deg, balls) -> tuple[list[str], np.ndarray, np.ndarr
     return ids, k, np.isfinite(dist[np.arange(len(phi)), k])
 
 
-def directly_hittable(cx: float, cy: float, balls: dict[str, tuple[float, float]], step_deg: float = 0.01) -> set[str]:
-    """Balls the cue ball can hit first with some straight shot.
+def directly_hittable(cx: float, cy: float, balls: dict[str, tuple[float, float]], step_deg: float = 0.01,
+                      targets=None) -> set[str]:
+    """Balls among `targets` (default: all) the cue ball can hit first with
+    some straight shot.
 
     A fine sweep plus both edges of every ball's contact cone, so thin cuts at
-    the edge of a cone are not missed.
+    the edge of a cone are not missed. Only the sweep's directions inside a
+    target's cone are cast (a ray outside it cannot touch it): the same rays,
+    so the same answer as casting all 36,000, at a fraction of the cost.
     """
     D = geometry().ball_diameter
-    phis = [np.arange(0.0, 360.0, step_deg)]
-    for bx, by in balls.values():
+    targets = set(balls) if targets is None else set(targets) & set(balls)
+    grid = _sweep(step_deg)
+    keep = np.zeros(len(grid), dtype=bool)
+    phis = []
+    for b, (bx, by) in balls.items():
         d = math.hypot(bx - cx, by - cy)
         centre = math.degrees(math.atan2(by - cy, bx - cx))
         half = math.degrees(math.asin(min(1.0, D / d))) if d > 0 else 90.0
         eps = 1e-6
         phis.append(np.array([centre - half + eps, centre + half - eps, centre]))
-    # 36,000 directions: the set from the index array, not a list of names per direction.
-    ids, k, hit = _first_hit(cx, cy, np.concatenate(phis), balls)
-    return {ids[j] for j in np.unique(k[hit])}
+        if b in targets:  # grid indices of the cone, one step of slack each side, wrapped
+            lo, hi = math.floor((centre - half) / step_deg) - 1, math.ceil((centre + half) / step_deg) + 2
+            keep[np.arange(lo, hi) % len(grid)] = True
+    ids, k, hit = _first_hit(cx, cy, np.concatenate([grid[keep], *phis]), balls)
+    return {ids[j] for j in np.unique(k[hit])} & targets
+
+
+@functools.cache
+def _sweep(step_deg: float) -> np.ndarray:
+    grid = np.arange(0.0, 360.0, step_deg)
+    grid.flags.writeable = False  # shared by every call
+    return grid
