@@ -6,12 +6,15 @@ budgets sent and reasoning tokens reported."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from poolbench_data.boards.generate import generate
 from poolbench_data.cli import main
-from poolbench_data.core.candidates import candidates
+from poolbench_data.core.candidates import MAX_CUT, candidates
+from poolbench_data.core.records import CUE
+from poolbench_data.core.table import POCKET_IDS, geometry
 from poolbench_data.llm.backend import tool_call_text
 from poolbench_data.llm.tools import TOOL_NOTE, TOOLS, ghost_ball, run_call, tool_calls
 from poolbench_data.protocol.prompts import SYSTEM_PROMPT
@@ -21,16 +24,26 @@ BOARDS = generate(2)
 
 
 def test_the_tool_is_the_paper_ghost_ball_construction():
-    # The centre-aim Heuristic's candidates are the same construction: the tool
-    # must give the same aim, cut and blockers for every ball and pocket.
+    # G = T + (T - P)/|T - P| * D for the pocket centre P; the aim is C -> G;
+    # steep cuts are answered too (the Heuristic drops cuts over 80 degrees).
+    D = geometry().ball_diameter
+    steep = 0
     for s in BOARDS:
-        for c in candidates(s, aim="centre"):
+        cx, cy = s.ball(CUE).x, s.ball(CUE).y
+        for t in s.object_balls:
+            for pid in POCKET_IDS:
+                r = ghost_ball(s, t.id, pid)
+                p = geometry().pocket(pid)
+                n = math.hypot(t.x - p.x, t.y - p.y)
+                gx, gy = t.x + (t.x - p.x) / n * D, t.y + (t.y - p.y) / n * D
+                assert r["ghost_ball"] == [round(gx, 4), round(gy, 4)]
+                assert r["aim_angle_deg"] == round(math.degrees(math.atan2(gy - cy, gx - cx)) % 360, 2)
+                steep += r["cut_angle_deg"] > MAX_CUT
+        for c in candidates(s, aim="centre"):  # what the centre-aim Heuristic sees, the tool says
             r = ghost_ball(s, c.ball, c.pocket)
-            assert r["aim_angle_deg"] == pytest.approx(c.phi, abs=0.006)
-            assert r["cut_angle_deg"] == pytest.approx(c.cut, abs=0.06)
-            assert tuple(r["cue_path_blocked_by"]) == c.cue_blockers
-            assert tuple(r["target_path_blocked_by"]) == c.pocket_blockers
-            assert r["ghost_ball_free"] == c.ghost_ok
+            assert (r["aim_angle_deg"], tuple(r["cue_path_blocked_by"]), tuple(r["target_path_blocked_by"]),
+                    r["ghost_ball_free"]) == (round(c.phi, 2), c.cue_blockers, c.pocket_blockers, c.ghost_ok)
+    assert steep > 0
 
 
 def test_bad_calls_get_an_error_the_model_can_read():

@@ -27,6 +27,7 @@ class Candidate:
     pocket_blockers: tuple[str, ...]  # balls on the object ball's line to the pocket
     ghost_ok: bool  # the ghost position is on the cloth and free
     cost: float
+    ghost: tuple[float, float]  # where the cue ball must be at contact
 
     @property
     def clean(self) -> bool:
@@ -42,29 +43,32 @@ def _cost(cut: float, path: float, n_blockers: int, ghost_ok: bool) -> float:
             + (1.0 if cut > 70.0 else 0.0) + (0.0 if ghost_ok else 1.0))
 
 
-def candidates(scenario: Scenario, aim: str = "potting-point", group: str = PLAYER_GROUP) -> list[Candidate]:
-    """All candidates with cut <= MAX_CUT, cheapest first (ties by ball, pocket)."""
+def candidate(scenario: Scenario, ball: str, pocket: str, aim: str = "potting-point",
+              max_cut: float = 180.0) -> Candidate | None:
+    """One ball and pocket: where the ghost ball is, the cut, what is in the
+    way; None when the cut exceeds max_cut (checked before the paths)."""
     balls = {b.id: (b.x, b.y) for b in scenario.balls}
     cx, cy = balls[CUE]
+    tx, ty = balls[ball]
+    px, py = geo.aim_point(tx, ty, pocket, aim)
+    gx, gy = geo.ghost_ball(tx, ty, px, py)
+    cut = geo.cut_angle(cx, cy, gx, gy, px, py)
+    if cut > max_cut:
+        return None
     D = geometry().ball_diameter
-    out = []
-    for t in scenario.balls:
-        if t.group != group:
-            continue
-        for pid in POCKET_IDS:
-            px, py = geo.aim_point(t.x, t.y, pid, aim)
-            gx, gy = geo.ghost_ball(t.x, t.y, px, py)
-            cut = geo.cut_angle(cx, cy, gx, gy, px, py)
-            if cut > MAX_CUT:
-                continue
-            others = {b: xy for b, xy in balls.items() if b not in (CUE, t.id)}
-            ghost_ok = placement_problem(gx, gy) is None and all(
-                math.hypot(gx - x, gy - y) >= D for x, y in others.values())
-            cue_bl = tuple(geo.path_blockers(cx, cy, gx, gy, balls, ignore=(CUE, t.id)))
-            pocket_bl = tuple(geo.path_blockers(t.x, t.y, px, py, balls, ignore=(CUE, t.id)))
-            path = math.hypot(gx - cx, gy - cy) + math.hypot(px - t.x, py - t.y)
-            out.append(Candidate(t.id, pid, aim, geo.angle_deg(cx, cy, gx, gy), cut, path, cue_bl, pocket_bl,
-                                 ghost_ok, _cost(cut, path, len(cue_bl) + len(pocket_bl), ghost_ok)))
+    ghost_ok = placement_problem(gx, gy) is None and all(
+        math.hypot(gx - x, gy - y) >= D for b, (x, y) in balls.items() if b not in (CUE, ball))
+    cue_bl = tuple(geo.path_blockers(cx, cy, gx, gy, balls, ignore=(CUE, ball)))
+    pocket_bl = tuple(geo.path_blockers(tx, ty, px, py, balls, ignore=(CUE, ball)))
+    path = math.hypot(gx - cx, gy - cy) + math.hypot(px - tx, py - ty)
+    return Candidate(ball, pocket, aim, geo.angle_deg(cx, cy, gx, gy), cut, path, cue_bl, pocket_bl, ghost_ok,
+                     _cost(cut, path, len(cue_bl) + len(pocket_bl), ghost_ok), (gx, gy))
+
+
+def candidates(scenario: Scenario, aim: str = "potting-point", group: str = PLAYER_GROUP) -> list[Candidate]:
+    """All candidates with cut <= MAX_CUT, cheapest first (ties by ball, pocket)."""
+    out = [c for t in scenario.balls if t.group == group for pid in POCKET_IDS
+           if (c := candidate(scenario, t.id, pid, aim, MAX_CUT)) is not None]
     out.sort(key=lambda c: (c.cost, int(c.ball), c.pocket))
     return out
 

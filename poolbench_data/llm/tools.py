@@ -22,10 +22,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from poolbench_data.core import geometry as geo
-from poolbench_data.core.records import CUE, Scenario
-from poolbench_data.core.table import geometry
-from poolbench_data.core.validation import placement_problem
+from poolbench_data.core.candidates import candidate
+from poolbench_data.core.records import Scenario
 from poolbench_data.llm.player import EvalSettings, answer_record
 from poolbench_data.players.play import ShotRecord
 from poolbench_data.protocol.parsing import read_target
@@ -89,22 +87,13 @@ def tool_calls(text: str) -> list[dict]:
 
 
 def ghost_ball(scenario: Scenario, target_ball, pocket) -> dict:
-    """The paper's ghost-ball construction for one ball and pocket, as the tool answers it."""
-    ball, pid = read_target(target_ball, pocket, scenario)
-    balls = {b.id: (b.x, b.y) for b in scenario.balls}
-    cx, cy = balls[CUE]
-    t = scenario.ball(ball)
-    p = geometry().pocket(pid)
-    gx, gy = geo.ghost_ball(t.x, t.y, p.x, p.y)
-    free = placement_problem(gx, gy) is None and all(
-        ((gx - x) ** 2 + (gy - y) ** 2) ** 0.5 >= geometry().ball_diameter
-        for b, (x, y) in balls.items() if b not in (CUE, ball))
-    return {"target_ball": ball, "pocket": pid, "ghost_ball": [round(gx, 4), round(gy, 4)],
-            "aim_angle_deg": round(geo.angle_deg(cx, cy, gx, gy), 2),
-            "cut_angle_deg": round(geo.cut_angle(cx, cy, gx, gy, p.x, p.y), 1),
-            "cue_path_blocked_by": geo.path_blockers(cx, cy, gx, gy, balls, ignore=(CUE, ball)),
-            "target_path_blocked_by": geo.path_blockers(t.x, t.y, p.x, p.y, balls, ignore=(CUE, ball)),
-            "ghost_ball_free": free}
+    """The paper's ghost-ball construction for one ball and pocket (aimed at
+    the pocket centre, any cut), as the tool answers it."""
+    c = candidate(scenario, *read_target(target_ball, pocket, scenario), aim="centre")
+    return {"target_ball": c.ball, "pocket": c.pocket, "ghost_ball": [round(c.ghost[0], 4), round(c.ghost[1], 4)],
+            "aim_angle_deg": round(c.phi, 2), "cut_angle_deg": round(c.cut, 1),
+            "cue_path_blocked_by": list(c.cue_blockers), "target_path_blocked_by": list(c.pocket_blockers),
+            "ghost_ball_free": c.ghost_ok}
 
 
 def run_call(scenario: Scenario, call: dict) -> dict:
