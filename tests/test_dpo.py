@@ -249,6 +249,18 @@ def test_check_pairs_rejects_identical_sides(pair_rows):
         check_pairs(rows)
 
 
+def test_check_pairs_counts_every_bad_row_and_shows_the_first_few(pair_rows):
+    rows = [dict(r) for r in pair_rows[:8]]
+    for r in rows[1:]:
+        r["rejected"] = r["chosen"]
+    with pytest.raises(PairsFormatError) as err:
+        check_pairs(rows)
+    message = str(err.value)
+    assert message.startswith("7 of 8 pairs are malformed:\n  row 1: ")
+    assert [ln.split(":")[0].strip() for ln in message.splitlines()[1:6]] == [f"row {i}" for i in range(1, 6)]
+    assert message.splitlines()[6] == "  ..." and "row 6" not in message
+
+
 def test_script_validates_pairs_before_loading_the_model(pairs_folder, pair_rows, tmp_path):
     rows = pair_rows[:4]
     rows[3]["prompt"] = []

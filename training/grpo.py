@@ -71,8 +71,6 @@ logger = logging.getLogger("poolbench.grpo")
 
 # `prompt` for generation; the rest are physics_reward's keyword arguments.
 REQUIRED_COLUMNS = ("prompt", "id", "category", "seed", "cue_ball", "balls")
-# Enough rows to show a pattern; every row is still checked.
-MAX_REPORTED = 5
 
 
 class GRPODataError(ValueError):
@@ -109,6 +107,7 @@ def make_parser() -> TrlParser:
 def check_scenario_rows(dataset: Any, test_id_prefix: str | None) -> None:
     """Raise unless every row has a prompt and a board physics_reward can rebuild, from a training split."""
     from poolbench_data.core.records import Scenario
+    from poolbench_data.prefs.check import RowProblems
 
     columns = list(getattr(dataset, "column_names", None) or [])
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
@@ -120,36 +119,32 @@ def check_scenario_rows(dataset: Any, test_id_prefix: str | None) -> None:
     if len(dataset) == 0:
         raise GRPODataError("dataset has no rows. Fix: check dataset_train_split and the data_files of the config.")
 
-    bad, leaks = [], []
+    bad, leaks = RowProblems(), RowProblems()
     for index, row in enumerate(dataset):
         sid = row["id"]
         if test_id_prefix and isinstance(sid, str) and sid.startswith(test_id_prefix):
-            leaks.append(f"row {index}: id={sid!r}")
+            leaks.add(index, f"id={sid!r}")
         prompt = row["prompt"]
         last = prompt[-1] if isinstance(prompt, list) and prompt else None
         if not isinstance(last, dict) or last.get("role") != "user":
-            bad.append(f"row {index}: `prompt` must be a non-empty message list ending with the user's turn")
+            bad.add(index, "`prompt` must be a non-empty message list ending with the user's turn")
             continue
         try:
             # The same call physics_reward makes for every completion.
             Scenario.from_row({k: row[k] for k in ("id", "category", "seed", "cue_ball", "balls")})
         except (ValueError, KeyError, TypeError) as exc:  # InvalidScenario is a ValueError
-            bad.append(f"row {index}: {exc}")
+            bad.add(index, str(exc))
     if leaks:
         # Checked before the format: a leak is the worse mistake, whatever else is wrong.
         raise TestSplitLeakError(
-            f"{len(leaks)} of {len(dataset)} training boards are evaluation boards (id prefix {test_id_prefix!r}):\n  "
-            + "\n  ".join(leaks[:MAX_REPORTED])
-            + ("\n  ..." if len(leaks) > MAX_REPORTED else "")
-            + "\nTraining on them leaks the evaluation boards into the model, and every score measured on them "
+            f"{leaks.n} of {len(dataset)} training boards are evaluation boards (id prefix {test_id_prefix!r}):"
+            f"{leaks.listing()}\nTraining on them leaks the evaluation boards into the model, and every score measured on them "
             "afterwards is void. Fix: train on a split built from a different seed (dataset_train_split: train)."
         )
     if bad:
         raise GRPODataError(
-            f"{len(bad)} of {len(dataset)} rows cannot be scored:\n  "
-            + "\n  ".join(bad[:MAX_REPORTED])
-            + ("\n  ..." if len(bad) > MAX_REPORTED else "")
-            + "\nFix: rebuild the `scenarios` config with builders/build_dataset.py rather than editing rows."
+            f"{bad.n} of {len(dataset)} rows cannot be scored:{bad.listing()}"
+            "\nFix: rebuild the `scenarios` config with builders/build_dataset.py rather than editing rows."
         )
 
 

@@ -72,8 +72,6 @@ logger = logging.getLogger("poolbench.sft")
 
 REQUIRED_COLUMNS = ("prompt", "completion")
 PROMPT_ROLES = ("system", "user")
-# Enough rows to show a pattern; every row is still checked.
-MAX_REPORTED = 5
 
 
 class SFTFormatError(ValueError):
@@ -153,14 +151,6 @@ def make_parser() -> TrlParser:
 # --- the data ---------------------------------------------------------------------
 
 
-def _column_names(dataset: Any) -> list[str]:
-    names = getattr(dataset, "column_names", None)
-    if names is not None:
-        return list(names)
-    first = next(iter(dataset), None)
-    return list(first) if isinstance(first, Mapping) else []
-
-
 def _message_problem(message: Any, allowed_roles: tuple[str, ...]) -> str | None:
     if not isinstance(message, Mapping):
         return f"a message is a {type(message).__name__}, not a {{role, content}} mapping"
@@ -228,9 +218,10 @@ def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PR
     whose `scenario_id` starts with `test_id_prefix` (None: no id check), is
     refused with `SplitLeakError`.
     """
+    from poolbench_data.prefs.check import RowProblems, column_names
     from poolbench_data.prefs.sft import EVAL_SPLITS
 
-    columns = _column_names(dataset)
+    columns = column_names(dataset)
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
     if missing:
         raise SFTFormatError(
@@ -239,14 +230,11 @@ def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PR
             "`prompt` and `completion` as lists of {role, content} messages; rename your columns if they differ."
         )
 
-    found, leaks, n_rows, n_bad, n_leak = [], [], 0, 0, 0
+    found, leaks, n_rows = RowProblems(), RowProblems(), 0
     for index, row in enumerate(dataset):
         n_rows += 1
-        problems = sft_row_problems(row)
-        if problems:
-            n_bad += 1
-            if len(found) < MAX_REPORTED:
-                found.append(f"row {index}: " + "; ".join(problems))
+        if problems := sft_row_problems(row):
+            found.add(index, "; ".join(problems))
         split, sid = row.get("split"), row.get("scenario_id")
         leak = None
         if split in EVAL_SPLITS:
@@ -254,27 +242,21 @@ def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PR
         elif test_id_prefix and isinstance(sid, str) and sid.startswith(test_id_prefix):
             leak = f"scenario_id={sid!r} is an evaluation board (prefix {test_id_prefix!r})"
         if leak:
-            n_leak += 1
-            if len(leaks) < MAX_REPORTED:
-                leaks.append(f"row {index}: {leak}")
+            leaks.add(index, leak)
     if n_rows == 0:
         raise SFTFormatError("sft dataset has no rows. Fix: check the split name and the data_files of the config.")
     if leaks:
         # Checked before the format: a leak is the worse mistake, whatever else is wrong.
         raise SplitLeakError(
-            f"{n_leak} of {n_rows} training rows come from the test split:\n  "
-            + "\n  ".join(leaks)
-            + ("\n  ..." if n_leak > len(leaks) else "")
-            + "\nTraining on them leaks the evaluation boards into the model, and every score measured on them "
+            f"{leaks.n} of {n_rows} training rows come from the test split:{leaks.listing()}"
+            "\nTraining on them leaks the evaluation boards into the model, and every score measured on them "
             "afterwards is void. Fix: rebuild the config from the train split (builders/build_sft.py --split train), "
             "or point dataset_name/dataset_train_split at training data."
         )
     if found:
         raise SFTFormatError(
-            f"{n_bad} of {n_rows} sft rows are malformed:\n  "
-            + "\n  ".join(found)
-            + ("\n  ..." if n_bad > len(found) else "")
-            + "\nFix: each row needs `prompt` = [system?, user] messages and `completion` = "
+            f"{found.n} of {n_rows} sft rows are malformed:{found.listing()}"
+            "\nFix: each row needs `prompt` = [system?, user] messages and `completion` = "
             '[{"role": "assistant", "content": "<the JSON action>"}], every message with a string role and '
             "non-empty content."
         )
@@ -304,6 +286,8 @@ def measure_lengths(dataset, tokenizer, max_length: int | None) -> LengthReport:
 
 def enforce_max_length(dataset, report: LengthReport, max_dropped_share: float):
     """The rows that fit; stop when too many do not."""
+    from poolbench_data.prefs.check import MAX_REPORTED
+
     dropped = report.dropped
     if not dropped:
         return dataset

@@ -18,11 +18,32 @@ ROLES = ("system", "user", "assistant", "tool")
 MAX_REPORTED = 5
 
 
+class RowProblems:
+    """Rows with a problem, for one error message: every one counted, the
+    first MAX_REPORTED kept to show (memory stays flat at any N)."""
+
+    def __init__(self):
+        self.n, self.shown = 0, []
+
+    def add(self, index: int, problem: str) -> None:
+        self.n += 1
+        if len(self.shown) < MAX_REPORTED:
+            self.shown.append(f"row {index}: {problem}")
+
+    def __bool__(self) -> bool:
+        return self.n > 0
+
+    def listing(self) -> str:
+        """The shown rows, one a line, with ... when there are more."""
+        return "\n  " + "\n  ".join(self.shown) + ("\n  ..." if self.n > len(self.shown) else "")
+
+
 class PairsFormatError(ValueError):
     """The dataset is not in TRL's conversational preference format."""
 
 
-def _column_names(dataset: Any) -> list[str]:
+def column_names(dataset: Any) -> list[str]:
+    """A Dataset's columns, or the first row's keys for a plain list of rows."""
     names = getattr(dataset, "column_names", None)
     if names is not None:
         return list(names)
@@ -84,7 +105,7 @@ def check_pairs(dataset: Any) -> None:
     mappings. Extra columns (scenario_id, scores, outcomes...) are allowed:
     TRL ignores them.
     """
-    columns = _column_names(dataset)
+    columns = column_names(dataset)
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
     if missing:
         raise PairsFormatError(
@@ -93,21 +114,16 @@ def check_pairs(dataset: Any) -> None:
             "as lists of {role, content} messages; rename your columns to those names if they differ."
         )
 
-    found, n_rows, n_bad = [], 0, 0
+    found, n_rows = RowProblems(), 0
     for index, row in enumerate(dataset):
         n_rows += 1
-        problems = row_problems(row)
-        if problems:
-            n_bad += 1
-            if len(found) < MAX_REPORTED:
-                found.append(f"row {index}: " + "; ".join(problems))
+        if problems := row_problems(row):
+            found.add(index, "; ".join(problems))
     if n_rows == 0:
         raise PairsFormatError("pairs dataset has no rows. Fix: check the split name and the data_files of the config.")
     if found:
         raise PairsFormatError(
-            f"{n_bad} of {n_rows} pairs are malformed:\n  "
-            + "\n  ".join(found)
-            + ("\n  ..." if n_bad > len(found) else "")
-            + "\nFix: each row needs `prompt` = [system?, user] messages and `chosen`/`rejected` = "
+            f"{found.n} of {n_rows} pairs are malformed:{found.listing()}"
+            "\nFix: each row needs `prompt` = [system?, user] messages and `chosen`/`rejected` = "
             '[{"role": "assistant", "content": "<text>"}], every message with a string role and content.'
         )
