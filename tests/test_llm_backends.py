@@ -174,19 +174,25 @@ def backend(model_dir: Path) -> Iterator[VLLMBackend]:
 @pytest.mark.slow
 class TestVLLMBackend:
 
-    def test_shapes_and_same_seed_same_strings(self, backend: VLLMBackend) -> None:
+    def test_shapes(self, backend: VLLMBackend) -> None:
         result = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=7)
-        first = result.texts
         assert result.failures == ()
-        assert [len(r) for r in first] == [2, 2, 2]
-        assert all(isinstance(t, str) for r in first for t in r)
-        assert all(t.strip() for r in first for t in r)
+        assert [len(r) for r in result.texts] == [2, 2, 2]
+        assert all(isinstance(t, str) and t.strip() for r in result.texts for t in r)
         assert 0 < result.usage["completion_tokens"] <= 3 * 2 * 24
-        # One engine, the same batch, no prefix cache: the engine is deterministic here.
-        again = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=7).texts
-        assert again == first
-        other = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=8, temperature=1.0).texts
-        assert other != first
+
+    def test_same_seed_same_string(self, backend: VLLMBackend) -> None:
+        # One sequence: a batch of several is not reproducible to the token.
+        # The engine core takes requests as they arrive, so two calls can
+        # batch them differently, and logits then differ in the last bits
+        # (vLLM is not batch-invariant): the same 3 x 2 batch at seed 7 came
+        # back different once, in a fresh-clone CI run; 10 repeats in one
+        # engine afterwards were all equal.
+        conv = [CONVERSATIONS[1]]
+        first = backend.generate(conv, max_tokens=24, seed=7, temperature=1.0).texts
+        assert backend.generate(conv, max_tokens=24, seed=7, temperature=1.0).texts == first
+        others = [backend.generate(conv, max_tokens=24, seed=s, temperature=1.0).texts for s in (8, 9, 10)]
+        assert any(o != first for o in others)
 
     def test_json_schema(self, backend: VLLMBackend) -> None:
         prompt = [{"role": "user", "content": "Pick a shot: target ball, pocket and speed in m/s."}]

@@ -114,7 +114,9 @@ def request_seed(seed: int, index: int) -> int:
 
     Hash-derived (not seed + index) so neighbouring runs do not share
     streams; 31 bits because some hosted APIs reject larger seeds. Every
-    backend uses it, so a run is reproducible on either.
+    backend uses it, so sampling is seeded alike on either. Texts repeat
+    exactly only where the logits do: vLLM is not batch-invariant, and the
+    engine may batch the same requests differently from run to run.
     """
     digest = hashlib.sha256(f"poolbench:{seed}:{index}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
