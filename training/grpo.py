@@ -138,8 +138,9 @@ def check_scenario_rows(dataset: Any, test_id_prefix: str | None) -> None:
         # Checked before the format: a leak is the worse mistake, whatever else is wrong.
         raise TestSplitLeakError(
             f"{leaks.n} of {len(dataset)} training boards are evaluation boards (id prefix {test_id_prefix!r}):"
-            f"{leaks.listing()}\nTraining on them leaks the evaluation boards into the model, and every score measured on them "
-            "afterwards is void. Fix: train on a split built from a different seed (dataset_train_split: train)."
+            f"{leaks.listing()}\nTraining on them leaks the evaluation boards into the model, and every score "
+            "measured on them afterwards is void. Fix: train on a split built from a different seed "
+            "(dataset_train_split: train)."
         )
     if bad:
         raise GRPODataError(
