@@ -1,14 +1,26 @@
-"""Training cost on this machine: seconds per SFT example and per DPO pair,
-fp32 against bf16 weights (ratio from the same run), and peak RSS.
+"""Training cost on this machine: seconds per SFT demonstration and per DPO pair, and peak RSS.
 
-    python benchmarks/bench_training.py                  # 4 optimizer steps of each, batch 1
-    python benchmarks/bench_training.py --steps 8 --settings dpo:bfloat16:ckpt
-    python benchmarks/bench_training.py --settings sft:bfloat16,sft:bfloat16:full,sft:float32:full:amp
+    python benchmarks/bench_training.py                       # the recipes as shipped: sft, dpo
+    python benchmarks/bench_training.py --settings sft:fullhead,sft,dpo:fullhead:ref,dpo --json rows.json
+    python benchmarks/bench_training.py --steps 2 --settings sft:fullhead:emulated   # the pre-issue-19 SFT recipe
 
-Each setting runs the real script (training/sft.py, training/dpo.py with the
-CPU recipes) in its own process on real PoolBench rows (prompts of ~1,450
-tokens), so its peak RSS is its own; time per example comes from the
-trainer's own train_runtime (model loading excluded).
+A setting is `sft` or `dpo` (its CPU recipe, training/recipes/) followed by
+flags, each one change to the recipe, so a row per flag measures that change
+alone and the ratios come from one run:
+    lora / full        LoRA r16 / all weights          fp32 / bf16w   float32 / bfloat16 weights
+    amp / noamp        bf16 autocast on / off          ckpt / nockpt  gradient checkpointing on / off
+    fullhead           TRL's CPU LM head over every position (compact_lm_head false: the old path)
+    ref / precompute   DPO reference forward every step / reference log-probs computed once, before training
+    emulated           keep bf16 on a CPU without native bf16 (cpu_fp32_fallback false: the old behaviour)
+    compile            torch.compile (TrainingArguments.torch_compile)
+    eager              the eager attention kernel instead of SDPA
+
+Each setting runs the real script (training/sft.py, training/dpo.py) in its
+own process on real PoolBench rows (prompts of ~1,450 tokens), batch 1 and one
+row per optimizer step, so its peak RSS is its own. Seconds per example come
+from the trainer's own train_runtime (model loading excluded); for DPO the
+trainer's set-up time over its pairs is added, since precomputed reference
+log-probs are computed there (model loading included: a slight overcharge).
 """
 
 from __future__ import annotations
@@ -24,7 +36,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = {"sft": "training/recipes/sft-smollm2-135m-cpu.yaml", "dpo": "training/recipes/smollm2-135m-cpu.yaml"}
-DEFAULT_SETTINGS = "sft:float32,sft:bfloat16,dpo:float32,dpo:bfloat16,dpo:bfloat16:ckpt"
+DEFAULT_SETTINGS = "sft,dpo"
+# flag -> the script arguments it sets (training/common.py TrainScriptArguments, TRL's configs)
+FLAGS = {
+    "lora": ["--use_peft", "true"], "full": ["--use_peft", "false"],
+    "fp32": ["--dtype", "float32"], "bf16w": ["--dtype", "bfloat16"],
+    "amp": ["--bf16", "true"], "noamp": ["--bf16", "false"],
+    "ckpt": ["--gradient_checkpointing", "true"], "nockpt": ["--gradient_checkpointing", "false"],
+    "fullhead": ["--compact_lm_head", "false"],
+    "ref": ["--precompute_ref_log_probs", "false"], "precompute": ["--precompute_ref_log_probs", "true"],
+    "emulated": ["--cpu_fp32_fallback", "false"],
+    "compile": ["--torch_compile", "true"],
+    "eager": ["--attn_implementation", "eager"],
+}
 
 
 def make_dataset(root: Path, boards: int) -> Path:
@@ -59,52 +83,83 @@ def make_dataset(root: Path, boards: int) -> Path:
     return folder
 
 
+def usage_error(message: str) -> None:
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
+
+
+def setting_args(setting: str) -> tuple[str, list[str]]:
+    """`kind:flag:...` -> (kind, the script arguments its flags set); a mistake names the setting."""
+    kind, *flags = setting.split(":")
+    if kind not in RECIPES:
+        usage_error(f"--settings: {setting!r} starts with {kind!r}. Fix: start each setting with sft or dpo.")
+    unknown = [f for f in flags if f not in FLAGS]
+    if unknown:
+        usage_error(f"--settings: unknown flag(s) {unknown} in {setting!r}. Fix: use {', '.join(FLAGS)}.")
+    return kind, [a for f in flags for a in FLAGS[f]]
+
+
 def run_setting(setting: str, data: Path, steps: int, work: Path) -> dict:
-    kind, dtype, *flags = setting.split(":")
+    kind, flag_args = setting_args(setting)
     out = work / setting.replace(":", "-")
     cmd = [sys.executable, f"training/{kind}.py", "--config", RECIPES[kind], "--dataset_name", str(data),
-           "--output_dir", str(out), "--max_steps", str(steps), "--dtype", dtype, "--per_device_train_batch_size",
-           "1", "--gradient_accumulation_steps", "1", "--save_strategy", "no", "--logging_steps", "1",
-           "--gradient_checkpointing", "true" if "ckpt" in flags else "false", "--save_merged", "false"]
-    # LoRA r16 unless `full` (all weights), whatever the recipe says; `amp`: bf16
-    # matmuls under CPU autocast over the dtype's weights.
-    cmd += ["--use_peft", "false" if "full" in flags else "true", "--bf16", "true" if "amp" in flags else "false"]
+           "--output_dir", str(out), "--max_steps", str(steps), "--per_device_train_batch_size", "1",
+           "--gradient_accumulation_steps", "1", "--save_strategy", "no", "--logging_steps", "1",
+           "--save_merged", "false", *flag_args]
     started = time.perf_counter()
     with open(work / f"{out.name}.log", "w") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(proc.pid, 0)
     if status != 0:
         raise RuntimeError(f"{setting} failed (status {status}); see {work / out.name}.log")
-    state = json.loads((out / "trainer_state.json").read_text())
-    runtime = next(h["train_runtime"] for h in reversed(state["log_history"]) if "train_runtime" in h)
-    return {"setting": setting, "seconds_per_example": runtime / steps, "peak_rss_gb": usage.ru_maxrss / 2**20,
-            "wall_s": time.perf_counter() - started}
+    metrics = json.loads((out / "train_results.json").read_text())
+    seconds = metrics["train_runtime"] / steps
+    if kind == "dpo":
+        seconds += metrics["trainer_setup_seconds"] / metrics["train_pairs"]
+    return {"setting": setting, "s_per_example": seconds, "peak_rss_gb": usage.ru_maxrss / 2**20,
+            "wall_s": time.perf_counter() - started, "steps": steps,
+            **{k: metrics.get(k) for k in ("train_dtype", "train_bf16_autocast", "compact_lm_head",
+                                            "cpu_native_bf16", "precompute_ref_log_probs")}}
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=4, help="optimizer steps per setting (batch 1: one row each)")
     p.add_argument("--settings", default=DEFAULT_SETTINGS,
-                   help="comma list of kind:dtype[:flag...]; flags: ckpt (gradient checkpointing), "
-                   "full (all weights, no LoRA), amp (bf16 autocast over the dtype's weights)")
+                   help="comma list of sft|dpo[:flag...] (flags in the module doc); default: the recipes as shipped")
     p.add_argument("--boards", type=int, default=8, help="training boards in the benchmark's dataset")
+    p.add_argument("--json", type=Path, default=None, help="also write the rows to this file (a list of objects)")
     args = p.parse_args(argv)
+    settings = [s for s in args.settings.split(",") if s]
+    for s in settings:
+        setting_args(s)  # every mistake before minutes of work
+    if args.json is not None and not args.json.parent.is_dir():
+        usage_error(f"--json: folder {args.json.parent} does not exist. Fix: create it or pick another path.")
     sys.path.insert(0, str(ROOT))
+    from training.common import cpu_has_native_bf16  # noqa: E402  (after the path)
+
     with tempfile.TemporaryDirectory(prefix="bench-training-") as tmp:
         work = Path(tmp)
         data = make_dataset(work, args.boards)
-        rows = [run_setting(s, data, args.steps, work) for s in args.settings.split(",") if s]
-    print(f"\nTraining cost, {args.steps} steps of batch 1 per setting, SmolLM2-135M-Instruct (LoRA r16 unless full) "
-          f"({os.cpu_count()} cores)")
-    print(f"{'setting':24} {'s/example':>10} {'peak RSS GB':>12} {'wall s':>8}")
+        rows = [run_setting(s, data, args.steps, work) for s in settings]
+    import torch
+
+    print(f"\nTraining cost, {args.steps} steps of batch 1 per setting, SmolLM2-135M-Instruct, "
+          f"{os.cpu_count()} cores, {torch.backends.cpu.get_cpu_capability()}, native bf16: {cpu_has_native_bf16()}")
+    print("speed-up: the first row of the same kind in this run over this row")
+    print(f"{'setting':28} {'s/example':>10} {'speed-up':>8} {'peak RSS GB':>12} {'wall s':>8}  computed as")
+    first: dict[str, float] = {}
     for r in rows:
-        print(f"{r['setting']:24} {r['seconds_per_example']:>10.2f} {r['peak_rss_gb']:>12.2f} {r['wall_s']:>8.0f}")
-    by = {r["setting"]: r for r in rows}
-    for kind in ("sft", "dpo"):
-        a, b = by.get(f"{kind}:float32"), by.get(f"{kind}:bfloat16")
-        if a and b:
-            print(f"{kind}: fp32 / bf16 time ratio {a['seconds_per_example'] / b['seconds_per_example']:.2f}, "
-                  f"RSS ratio {a['peak_rss_gb'] / b['peak_rss_gb']:.2f}")
+        kind = r["setting"].split(":")[0]
+        base = first.setdefault(kind, r["s_per_example"])
+        how = f"{r['train_dtype']}{' +autocast' if r['train_bf16_autocast'] else ''}" + (
+            ", compact head" if r["compact_lm_head"] else ", full head") + (
+            (", ref precomputed" if r["precompute_ref_log_probs"] else ", ref each step") if kind == "dpo" else "")
+        print(f"{r['setting']:28} {r['s_per_example']:>10.2f} {base / r['s_per_example']:>7.2f}x "
+              f"{r['peak_rss_gb']:>12.2f} {r['wall_s']:>8.0f}  {how}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
 
 
 if __name__ == "__main__":

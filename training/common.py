@@ -32,6 +32,22 @@ class TrainScriptArguments(ScriptArguments):
         default=True,
         metadata={"help": "Also save base + adapter merged into output_dir/merged (a plain model folder)."},
     )
+    compact_lm_head: bool = field(
+        default=True,
+        metadata={
+            "help": "Project only the positions that carry a loss (the completion) through the LM head, on every "
+            "device. TRL does so only where Triton runs; on a CPU it projects all ~1,450 prompt positions through "
+            "the 49,152-word head for a loss that is masked there. Same loss and gradients (tests/test_train_speed.py)."
+        },
+    )
+    cpu_fp32_fallback: bool = field(
+        default=True,
+        metadata={
+            "help": "On a CPU without native bf16 arithmetic (neither AVX512-BF16 nor AMX), train in float32 where "
+            "the recipe asks for bf16 (dtype: bfloat16 or bf16: true): there bf16 matmuls are emulated, measured "
+            "~40x slower than float32 (docs/benchmarks.md). Logged, and recorded in train_results.json."
+        },
+    )
     merged_dtype: str | None = field(
         default=None,
         metadata={
@@ -192,6 +208,67 @@ def set_model_init_kwargs(training_args, model_args: ModelConfig) -> None:
     training_args.model_init_kwargs = model_init_kwargs
 
 
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX); without it torch emulates bf16 matmuls."""
+    import torch
+
+    return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+
+
+def use_compact_lm_head(enabled: bool) -> None:
+    """Make TRL's fused LM head score only the labelled positions on every device, or restore TRL's choice.
+
+    `trl.trainer.utils` decides this per call with `_use_triton(device)`: compact on Triton devices, every
+    position elsewhere (static tile shapes for compilers such as Neuron's). On a CPU running eagerly nothing
+    recompiles, and the loss is the same sum over the same labelled positions. The kernel itself keeps its own
+    `_use_triton` (`trl.kernels.chunked_logprob`), so this changes which rows reach it, not how they are computed.
+    """
+    import trl.trainer.utils as trl_utils
+    from trl.kernels import chunked_logprob
+
+    if not hasattr(trl_utils, "_use_triton"):
+        # A TRL that no longer decides it this way: the speed-up is gone, the numbers are not wrong.
+        logger.warning("this TRL has no trl.trainer.utils._use_triton: compact_lm_head has no effect")
+        return
+    trl_utils._use_triton = (lambda device: True) if enabled else chunked_logprob._use_triton
+
+
+def apply_speed_settings(script_args: TrainScriptArguments, training_args, model_args: ModelConfig) -> None:
+    """The compact LM head and the CPU precision; before the model loads (they change how it is loaded)."""
+    import torch
+
+    use_compact_lm_head(script_args.compact_lm_head)
+    on_cpu = training_args.use_cpu or not torch.cuda.is_available()
+    asked_bf16 = model_args.dtype == "bfloat16" or bool(training_args.bf16)
+    if on_cpu and asked_bf16 and script_args.cpu_fp32_fallback and not cpu_has_native_bf16():
+        logger.warning(
+            "this CPU has no native bf16 (no AVX512-BF16, no AMX: %s): training in float32 instead of the recipe's "
+            "dtype=%s, bf16=%s (emulated bf16 matmuls measured ~40x slower). --cpu_fp32_fallback false keeps bf16.",
+            torch.backends.cpu.get_cpu_capability(), model_args.dtype, training_args.bf16,
+        )
+        if model_args.dtype == "bfloat16":
+            model_args.dtype = "float32"
+        training_args.bf16 = False
+        # TrainingArguments derived this from bf16 at parse time; the accelerator reads it.
+        if training_args.mixed_precision == "bf16":
+            training_args.mixed_precision = "no"
+
+
+def speed_record(trainer) -> dict[str, Any]:
+    """How the run computed, read off the trainer: for train_results.json beside the timings."""
+    import trl.trainer.utils as trl_utils
+
+    device = trainer.accelerator.device
+    record = {
+        "train_dtype": str(trainer.accelerator.unwrap_model(trainer.model).dtype).removeprefix("torch."),
+        "train_bf16_autocast": bool(trainer.args.bf16),
+        "compact_lm_head": bool(trl_utils._use_triton(device)),
+    }
+    if device.type == "cpu":
+        record["cpu_native_bf16"] = cpu_has_native_bf16()
+    return record
+
+
 def save_outputs(
     trainer, tokenizer, output_dir: Path, save_merged: bool, merged_dtype: str | None = None
 ) -> tuple[Path | None, Path | None]:
@@ -240,6 +317,7 @@ def train_and_save(
     metrics in train_results.json.
     """
     result = trainer.train(resume_from_checkpoint=resume_from)
+    result.metrics.update(speed_record(trainer))
     result.metrics.update(extra_metrics or {})
     trainer.log_metrics("train", result.metrics)
     trainer.save_metrics("train", result.metrics)

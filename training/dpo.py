@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    apply_speed_settings,
     LoraModelConfig,
     RunResult,
     TrainScriptArguments,
@@ -95,11 +97,13 @@ def train(script_args: DPOScriptArguments, training_args: DPOConfig, model_args:
     model_path = resolve_model_path(model_args.model_name_or_path)
     check_model_path(model_path)
     tokenizer = load_tokenizer(model_path, model_args)
+    apply_speed_settings(script_args, training_args, model_args)
     set_model_init_kwargs(training_args, model_args)
 
     resume_from = find_resume_checkpoint(training_args, script_args.resume)
     logger.info("model %s, %d training pairs, resume from %s", model_path, len(train_dataset), resume_from)
 
+    started = time.perf_counter()
     trainer = DPOTrainer(
         model=model_path,
         args=training_args,
@@ -109,6 +113,8 @@ def train(script_args: DPOScriptArguments, training_args: DPOConfig, model_args:
         quantization_config=get_quantization_config(model_args),
         peft_config=get_peft_config(model_args),
     )
+    # With precompute_ref_log_probs the reference forwards run here, not in train_runtime: record them.
+    setup_seconds = time.perf_counter() - started
     # TRL drops pairs whose prompt alone reaches max_length, without an error.
     kept = len(trainer.train_dataset)
     if kept == 0:
@@ -125,7 +131,9 @@ def train(script_args: DPOScriptArguments, training_args: DPOConfig, model_args:
         )
 
     return train_and_save(
-        trainer, tokenizer, output_dir, script_args.save_merged, resume_from, merged_dtype=script_args.merged_dtype
+        trainer, tokenizer, output_dir, script_args.save_merged, resume_from, merged_dtype=script_args.merged_dtype,
+        extra_metrics={"trainer_setup_seconds": setup_seconds, "train_pairs": kept,
+                       "precompute_ref_log_probs": bool(training_args.precompute_ref_log_probs)},
     )
 
 

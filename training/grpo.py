@@ -53,6 +53,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    apply_speed_settings,
     LoraModelConfig,
     RunResult,
     TrainScriptArguments,
@@ -226,6 +227,7 @@ def make_trainer(
     # The tokenizer (seconds) before the model: it measures the prompts against the context.
     tokenizer = load_tokenizer(model_path, model_args)
     longest = check_context(train_dataset, tokenizer, model_path, model_args, training_args)
+    apply_speed_settings(script_args, training_args, model_args)
     set_model_init_kwargs(training_args, model_args)
 
     logger.info("model %s, %d training boards, longest prompt %d tokens", model_path, len(train_dataset), longest)

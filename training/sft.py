@@ -55,6 +55,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    apply_speed_settings,
     LoraModelConfig,
     RunResult,
     TrainScriptArguments,
@@ -361,6 +362,7 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
     if eval_dataset is not None:
         eval_dataset = eval_dataset.select_columns(list(REQUIRED_COLUMNS))
 
+    apply_speed_settings(script_args, training_args, model_args)
     set_model_init_kwargs(training_args, model_args)
     logger.info("model %s, %d training rows (of %d)", model_path, report.kept, report.rows)
     trainer = SFTTrainer(
