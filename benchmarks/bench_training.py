@@ -122,6 +122,49 @@ def run_setting(setting: str, data: Path, steps: int, work: Path) -> dict:
                                             "cpu_native_bf16", "precompute_ref_log_probs")}}
 
 
+def floor_seconds(tokens: int = 1514, completion: int = 64, repeats: int = 5) -> dict:
+    """The arithmetic floor of one SFT demonstration (all weights, forward + backward) on this CPU: its FLOPs
+    over the GEMM throughput measured here on the model's own shapes, per dtype.
+
+    FLOPs: 2 per weight and token forward, 4 backward (input and weight gradients) over the linear layers;
+    attention scores and values 4 * T^2 * d per layer forward (causal: half counted), twice that backward;
+    the LM head over the completion positions only. Elementwise work (norms, activations, softmax) and the
+    optimizer are left out: the floor is a lower bound.
+    """
+    import torch
+    from transformers import AutoConfig
+
+    from poolbench_data.llm.model import default_model_dir
+
+    c = AutoConfig.from_pretrained(default_model_dir())
+    d, f, L, V = c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.vocab_size
+    kv = c.num_key_value_heads * (d // c.num_attention_heads)
+    shapes = [(d, d), (d, kv), (d, kv), (d, d), (d, f), (d, f), (f, d)]  # q k v o gate up down: (in, out)
+    linear = 6 * tokens * L * sum(i * o for i, o in shapes)
+    attention = 3 * L * 4 * tokens * tokens * d / 2
+    head = 6 * completion * d * V
+    flops = linear + attention + head
+    out = {"tokens": tokens, "tflop": flops / 1e12}
+    for dtype in (torch.float32, torch.bfloat16):
+        seconds = 0.0
+        for i, o in shapes:  # forward, input gradient, weight gradient of each layer, once
+            a, w, g = (torch.randn(tokens, i, dtype=dtype), torch.randn(i, o, dtype=dtype),
+                       torch.randn(tokens, o, dtype=dtype))
+            for fn in (lambda: a @ w, lambda: g @ w.T, lambda: a.T @ g):
+                fn()
+                times = []
+                for _ in range(repeats):
+                    t = time.perf_counter()
+                    fn()
+                    times.append(time.perf_counter() - t)
+                seconds += sorted(times)[repeats // 2]
+        gflops = 6 * tokens * sum(i * o for i, o in shapes) / seconds / 1e9
+        name = str(dtype).removeprefix("torch.")
+        out[f"{name}_gemm_gflops"] = gflops
+        out[f"{name}_floor_s"] = flops / (gflops * 1e9)
+    return out
+
+
 def main(argv=None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=4, help="optimizer steps per setting (batch 1: one row each)")
@@ -129,6 +172,8 @@ def main(argv=None) -> list[dict]:
                    help="comma list of sft|dpo[:flag...] (flags in the module doc); default: the recipes as shipped")
     p.add_argument("--boards", type=int, default=8, help="training boards in the benchmark's dataset")
     p.add_argument("--json", type=Path, default=None, help="also write the rows to this file (a list of objects)")
+    p.add_argument("--floor", action="store_true",
+                   help="also print the arithmetic floor of a demonstration (FLOPs over measured GEMM throughput)")
     args = p.parse_args(argv)
     settings = [s for s in args.settings.split(",") if s]
     for s in settings:
@@ -138,10 +183,12 @@ def main(argv=None) -> list[dict]:
     sys.path.insert(0, str(ROOT))
     from training.common import cpu_has_native_bf16  # noqa: E402  (after the path)
 
-    with tempfile.TemporaryDirectory(prefix="bench-training-") as tmp:
-        work = Path(tmp)
-        data = make_dataset(work, args.boards)
-        rows = [run_setting(s, data, args.steps, work) for s in settings]
+    rows = []
+    if settings:  # `--settings "" --floor`: the floor alone
+        with tempfile.TemporaryDirectory(prefix="bench-training-") as tmp:
+            work = Path(tmp)
+            data = make_dataset(work, args.boards)
+            rows = [run_setting(s, data, args.steps, work) for s in settings]
     import torch
 
     print(f"\nTraining cost, {args.steps} steps of batch 1 per setting, SmolLM2-135M-Instruct, "
@@ -157,6 +204,12 @@ def main(argv=None) -> list[dict]:
             (", ref precomputed" if r["precompute_ref_log_probs"] else ", ref each step") if kind == "dpo" else "")
         print(f"{r['setting']:28} {r['s_per_example']:>10.2f} {base / r['s_per_example']:>7.2f}x "
               f"{r['peak_rss_gb']:>12.2f} {r['wall_s']:>8.0f}  {how}")
+    if args.floor:
+        fl = floor_seconds()
+        print(f"\nFloor of one demonstration ({fl['tokens']} tokens, all weights, forward + backward): "
+              f"{fl['tflop']:.2f} TFLOP; GEMMs on the model's shapes: float32 {fl['float32_gemm_gflops']:.0f} GFLOP/s "
+              f"-> {fl['float32_floor_s']:.1f} s, bfloat16 {fl['bfloat16_gemm_gflops']:.0f} GFLOP/s -> "
+              f"{fl['bfloat16_floor_s']:.1f} s")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     return rows

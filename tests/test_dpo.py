@@ -15,6 +15,7 @@ import copy
 import importlib.util
 import json
 import math
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -268,6 +269,46 @@ def test_script_validates_pairs_before_loading_the_model(pairs_folder, pair_rows
     # The model path does not exist: reaching the model load would fail differently.
     with pytest.raises(PairsFormatError, match="row 3: `prompt` is an empty message list"):
         dpo.main(tiny_args(tmp_path / "no-model", data, tmp_path / "out", max_steps=1))
+
+
+def test_pairs_from_evaluation_boards_are_refused(pair_rows):
+    from poolbench_data.prefs.check import SplitLeakError
+
+    rows = pair_rows[:4]
+    rows[2]["scenario_id"] = "pb0-000002"
+    check_pairs(rows)  # no prefix: no id check
+    with pytest.raises(SplitLeakError, match=r"(?s)1 of 4 pairs come from evaluation boards:\n  row 2: scenario_id="
+                                             r"'pb0-000002' is an evaluation board"):
+        check_pairs(rows, test_id_prefix="pb0-")
+    rows[2]["scenario_id"], rows[3]["split"] = "pb1-000002", "test"
+    with pytest.raises(SplitLeakError, match="row 3: split='test'"):
+        check_pairs(rows, test_id_prefix="pb0-")
+
+
+def test_script_refuses_evaluation_board_pairs_before_loading_the_model(pairs_folder, pair_rows, tmp_path):
+    from poolbench_data.prefs.check import SplitLeakError
+
+    rows = pair_rows[:4]
+    rows[1]["scenario_id"] = "pb0-000001"  # the folder's provenance says eval_seed 0
+    data = write_pairs(shutil.copytree(pairs_folder, tmp_path / "leak"), rows)
+    with pytest.raises(SplitLeakError, match="row 1: scenario_id='pb0-000001'"):
+        dpo.main(tiny_args(tmp_path / "no-model", data, tmp_path / "out", max_steps=1))
+    with pytest.raises(SplitLeakError, match="dataset_train_split='test' is the evaluation split"):
+        dpo.main(tiny_args(tmp_path / "no-model", pairs_folder, tmp_path / "out", dataset_train_split="test"))
+
+
+def test_a_dataset_name_that_is_no_folder_here_is_never_read_from_a_cache(pairs_folder, tmp_path, monkeypatch):
+    # datasets would resolve "poolbench" to a cached copy of an earlier build; the script refuses it.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    for name in ("poolbench", "./poolbench", "runs/poolbench", "a/b/c", str(tmp_path / "missing")):
+        with pytest.raises(FileNotFoundError, match=re.escape(f"dataset_name={name!r}: no such folder")):
+            dpo.main(tiny_args(tmp_path / "no-model", name, tmp_path / "out", max_steps=1))
+    from common import resolve_dataset
+
+    assert resolve_dataset("someone/poolbench") == "someone/poolbench"  # a Hub id
+    shutil.copytree(pairs_folder, tmp_path / "poolbench")
+    assert resolve_dataset("poolbench") == str(tmp_path / "poolbench")
 
 
 def test_embedded_model_error_is_clear_when_module_missing(monkeypatch):

@@ -390,7 +390,12 @@ def test_merged_model_keeps_the_update_loads_and_generates(resumed_run, tiny_mod
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     _, second = resumed_run
-    base = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.bfloat16)  # the recipe's training dtype
+    # The dtype it trained in: the recipe's bf16, or float32 on a CPU without native bf16 (cpu_fp32_fallback).
+    trained_in = second.metrics["train_dtype"]
+    from common import cpu_has_native_bf16  # training/, on sys.path once sft.py is loaded
+
+    assert trained_in == ("bfloat16" if cpu_has_native_bf16() else "float32")
+    base = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=getattr(torch, trained_in))
     merged = AutoModelForCausalLM.from_pretrained(second.merged_dir)
     # The recipe's merged_dtype: float32, so the update is not rounded to the bf16 grid.
     assert merged.dtype == torch.float32

@@ -6,6 +6,7 @@ on sys.path and imports this module as `common`.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -48,6 +49,14 @@ class TrainScriptArguments(ScriptArguments):
             "~40x slower than float32 (docs/benchmarks.md). Logged, and recorded in train_results.json."
         },
     )
+    test_id_prefix: str | None = field(
+        default=None,
+        metadata={
+            "help": "Scenario ids starting with this are evaluation boards and are refused in training. Default: "
+            "pb<eval_seed>- with eval_seed from the dataset folder's provenance.json, else pb0- (the builder's "
+            "default)."
+        },
+    )
     merged_dtype: str | None = field(
         default=None,
         metadata={
@@ -86,6 +95,23 @@ class RunResult:
     training_loss: float
     metrics: dict[str, Any]
     log_history: list[dict[str, Any]]
+
+
+def default_test_id_prefix(dataset_name: str | None) -> str:
+    """pb<eval_seed>-: the ids of the evaluation boards, from the folder's provenance when it has one."""
+    from poolbench_data.boards.generate import DEFAULT_SEED, scenario_id
+
+    seed = DEFAULT_SEED
+    provenance = Path(dataset_name or "") / "provenance.json"
+    if dataset_name and provenance.is_file():
+        settings = json.loads(provenance.read_text()).get("benchmark", {}).get("settings", {})
+        seed = settings.get("eval_seed", seed)
+    # scenario_id(seed, k) is pb<seed>-<k:06d>; the dash keeps pb1- from matching pb10-.
+    return scenario_id(seed, 0).rsplit("-", 1)[0] + "-"
+
+
+# The ids of builders/build_dataset.py's default evaluation boards (eval_seed 0); see default_test_id_prefix.
+DEFAULT_TEST_ID_PREFIX = "pb0-"
 
 
 def resolve_model_path(name: str | None) -> str:
@@ -151,6 +177,24 @@ def check_model_path(path: str) -> None:
         raise FileNotFoundError(f"model_name_or_path={path!r} is neither a local folder nor a Hub model. {fix}")
 
 
+def resolve_dataset(name: str) -> str:
+    """An existing local folder (absolute), or a Hub id `owner/name`; anything else is an error.
+
+    `datasets.load_dataset("poolbench")` with no ./poolbench folder silently reads a cached copy of some
+    earlier build: a name that is not a folder here must be a Hub id, never a cache lookup.
+    """
+    local = Path(name).expanduser()
+    if local.is_dir():
+        return str(local.resolve())
+    head = name.split("/")[0]
+    if name.startswith(("/", ".", "~")) or name.count("/") != 1 or Path(head).is_dir():
+        raise FileNotFoundError(
+            f"dataset_name={name!r}: no such folder (relative to {Path.cwd()}). Fix: pass the path of a PoolBench "
+            "dataset folder (builders/build_dataset.py --output_dir), or a Hub dataset id owner/name."
+        )
+    return name
+
+
 def load_split(script_args: ScriptArguments, split: str):
     """One split of a config of the PoolBench dataset (a local folder in Hub layout, or a Hub id)."""
     from datasets import load_dataset
@@ -161,16 +205,17 @@ def load_split(script_args: ScriptArguments, split: str):
             "dataset_name is not set. Fix: set it to a PoolBench dataset folder or Hub id "
             f"(with dataset_config: {config})."
         )
+    source = resolve_dataset(script_args.dataset_name)
     # datasets caches a local folder under its name and card, not its files'
     # contents: a rebuilt folder of the same name could be read back stale.
-    local = Path(script_args.dataset_name).is_dir()
-    dataset = load_dataset(script_args.dataset_name, name=config,
-                           download_mode="force_redownload" if local else None)
+    local = Path(source).is_dir()
+    dataset = load_dataset(source, name=config, download_mode="force_redownload" if local else None)
     if split not in dataset:
         raise ValueError(
-            f"split {split!r} not found in {script_args.dataset_name} ({config}); "
+            f"split {split!r} not found in {source} ({config}); "
             f"it has {list(dataset)}. Fix: set dataset_train_split / dataset_test_split."
         )
+    logger.info("data: %s, config %s, split %s, %d rows", source, config, split, len(dataset[split]))
     return dataset[split]
 
 

@@ -13,6 +13,8 @@ What this script adds to `trl/scripts/dpo.py`:
   adapter disabled, so only one copy of the model is loaded;
 - the pairs are validated (`poolbench_data.prefs.check.check_pairs`) before the
   model is loaded, so a malformed dataset fails in seconds with the row and fix;
+  pairs from evaluation boards (the test split, or ids `pb<eval_seed>-`) are
+  refused, as in SFT and GRPO;
 - a model that does not exist (a local path, or a Hub id) is refused before
   the tokenizer or the model is loaded;
 - an interrupted run resumes from the last `checkpoint-*` in `output_dir`
@@ -45,6 +47,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    default_test_id_prefix,
     apply_speed_settings,
     LoraModelConfig,
     RunResult,
@@ -80,19 +83,26 @@ def make_parser() -> TrlParser:
 def train(script_args: DPOScriptArguments, training_args: DPOConfig, model_args: LoraModelConfig) -> DPORunResult:
     from trl import DPOTrainer, get_peft_config, get_quantization_config
 
-    from poolbench_data.prefs.check import check_pairs
+    from poolbench_data.prefs.check import SplitLeakError, check_pairs
+    from poolbench_data.prefs.sft import EVAL_SPLITS
 
     if not training_args.output_dir:
         raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")
     output_dir = Path(training_args.output_dir)
 
-    # Data first: a malformed dataset should fail before minutes of model loading.
+    if script_args.dataset_train_split in EVAL_SPLITS:
+        raise SplitLeakError(
+            f"dataset_train_split={script_args.dataset_train_split!r} is the evaluation split. "
+            "Fix: train on the train split (dataset_train_split: train)."
+        )
+    # Data first: a malformed or leaking dataset should fail before minutes of model loading.
+    prefix = script_args.test_id_prefix or default_test_id_prefix(script_args.dataset_name)
     train_dataset = load_split(script_args, script_args.dataset_train_split)
-    check_pairs(train_dataset)
+    check_pairs(train_dataset, test_id_prefix=prefix)
     eval_dataset = None
     if training_args.eval_strategy != "no":
         eval_dataset = load_split(script_args, script_args.dataset_test_split)
-        check_pairs(eval_dataset)
+        check_pairs(eval_dataset)  # held-out pairs may come from evaluation boards: that is their point
 
     model_path = resolve_model_path(model_args.model_name_or_path)
     check_model_path(model_path)

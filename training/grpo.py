@@ -53,6 +53,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    default_test_id_prefix,
     apply_speed_settings,
     LoraModelConfig,
     RunResult,
@@ -66,7 +67,6 @@ from common import (  # noqa: E402
     set_model_init_kwargs,
     train_and_save,
 )
-from sft import default_test_id_prefix  # noqa: E402
 
 logger = logging.getLogger("poolbench.grpo")
 
@@ -87,14 +87,6 @@ class GRPOScriptArguments(TrainScriptArguments):
     # PoolBench publishes its boards, with prompts, as the `scenarios` config.
     dataset_config: str | None = field(
         default="scenarios", metadata={"help": "Dataset config name (`name` of `datasets.load_dataset`)."}
-    )
-    test_id_prefix: str | None = field(
-        default=None,
-        metadata={
-            "help": "Scenario ids starting with this are evaluation boards and are refused in training. Default: "
-            "pb<eval_seed>- with eval_seed from the dataset folder's provenance.json, else pb0- (the builder's "
-            "default)."
-        },
     )
 
 

@@ -39,7 +39,6 @@ What this script adds to `trl/scripts/sft.py`:
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Mapping
@@ -49,12 +48,16 @@ from typing import Any
 
 from trl import SFTConfig, TrlParser
 
+from poolbench_data.prefs import check
+
 # training/ is a folder of scripts, not a package: `python training/sft.py`
 # puts this folder on sys.path, a test that loads the file by path does not.
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    DEFAULT_TEST_ID_PREFIX,
+    default_test_id_prefix,
     apply_speed_settings,
     LoraModelConfig,
     RunResult,
@@ -79,7 +82,7 @@ class SFTFormatError(ValueError):
     """The dataset is not in TRL's conversational prompt-completion format."""
 
 
-class SplitLeakError(SFTFormatError):
+class SplitLeakError(SFTFormatError, check.SplitLeakError):
     """Training rows come from the evaluation (test) split."""
 
 
@@ -94,14 +97,6 @@ class SFTScriptArguments(TrainScriptArguments):
         metadata={
             "help": "Largest share of training rows (0-1) that may be dropped for not fitting max_length before "
             "the run stops. 0.0: every row must fit."
-        },
-    )
-    test_id_prefix: str | None = field(
-        default=None,
-        metadata={
-            "help": "Scenario ids starting with this are evaluation boards and are refused in training. Default: "
-            "pb<eval_seed>- with eval_seed from the dataset folder's provenance.json, else pb0- (the builder's "
-            "default)."
         },
     )
 
@@ -193,23 +188,6 @@ def sft_row_problems(row: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def default_test_id_prefix(dataset_name: str | None) -> str:
-    """pb<eval_seed>-: the ids of the evaluation boards, from the folder's provenance when it has one."""
-    from poolbench_data.boards.generate import DEFAULT_SEED, scenario_id
-
-    seed = DEFAULT_SEED
-    provenance = Path(dataset_name or "") / "provenance.json"
-    if dataset_name and provenance.is_file():
-        settings = json.loads(provenance.read_text()).get("benchmark", {}).get("settings", {})
-        seed = settings.get("eval_seed", seed)
-    # scenario_id(seed, k) is pb<seed>-<k:06d>; the dash keeps pb1- from matching pb10-.
-    return scenario_id(seed, 0).rsplit("-", 1)[0] + "-"
-
-
-# The ids of builders/build_dataset.py's default evaluation boards (eval_seed 0); see default_test_id_prefix.
-DEFAULT_TEST_ID_PREFIX = "pb0-"
-
-
 def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PREFIX) -> None:
     """Raise unless every row is a valid prompt-completion demonstration from a training split.
 
@@ -220,7 +198,6 @@ def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PR
     refused with `SplitLeakError`.
     """
     from poolbench_data.prefs.check import RowProblems, column_names
-    from poolbench_data.prefs.sft import EVAL_SPLITS
 
     columns = column_names(dataset)
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
@@ -236,13 +213,7 @@ def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PR
         n_rows += 1
         if problems := sft_row_problems(row):
             found.add(index, "; ".join(problems))
-        split, sid = row.get("split"), row.get("scenario_id")
-        leak = None
-        if split in EVAL_SPLITS:
-            leak = f"split={split!r}"
-        elif test_id_prefix and isinstance(sid, str) and sid.startswith(test_id_prefix):
-            leak = f"scenario_id={sid!r} is an evaluation board (prefix {test_id_prefix!r})"
-        if leak:
+        if leak := check.leak_problem(row, test_id_prefix):
             leaks.add(index, leak)
     if n_rows == 0:
         raise SFTFormatError("sft dataset has no rows. Fix: check the split name and the data_files of the config.")

@@ -38,6 +38,22 @@ class RowProblems:
         return "\n  " + "\n  ".join(self.shown) + ("\n  ..." if self.n > len(self.shown) else "")
 
 
+class SplitLeakError(ValueError):
+    """Training rows come from the evaluation boards (the test split, or an evaluation board's id)."""
+
+
+def leak_problem(row: Mapping[str, Any], test_id_prefix: str | None) -> str | None:
+    """Why a training row is an evaluation row (None when it is not): its split, or its scenario id's prefix."""
+    from poolbench_data.prefs.sft import EVAL_SPLITS
+
+    split, sid = row.get("split"), row.get("scenario_id")
+    if split in EVAL_SPLITS:
+        return f"split={split!r}"
+    if test_id_prefix and isinstance(sid, str) and sid.startswith(test_id_prefix):
+        return f"scenario_id={sid!r} is an evaluation board (prefix {test_id_prefix!r})"
+    return None
+
+
 class PairsFormatError(ValueError):
     """The dataset is not in TRL's conversational preference format."""
 
@@ -98,12 +114,13 @@ def row_problems(row: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def check_pairs(dataset: Any) -> None:
+def check_pairs(dataset: Any, test_id_prefix: str | None = None) -> None:
     """Raise `PairsFormatError` unless every row is a valid conversational pair.
 
     `dataset` is a `datasets.Dataset`/`IterableDataset` or any iterable of row
     mappings. Extra columns (scenario_id, scores, outcomes...) are allowed:
-    TRL ignores them.
+    TRL ignores them. A row from the test split, or whose `scenario_id` starts
+    with `test_id_prefix` (None: no id check), is refused with `SplitLeakError`.
     """
     columns = column_names(dataset)
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
@@ -114,13 +131,23 @@ def check_pairs(dataset: Any) -> None:
             "as lists of {role, content} messages; rename your columns to those names if they differ."
         )
 
-    found, n_rows = RowProblems(), 0
+    found, leaks, n_rows = RowProblems(), RowProblems(), 0
     for index, row in enumerate(dataset):
         n_rows += 1
         if problems := row_problems(row):
             found.add(index, "; ".join(problems))
+        if leak := leak_problem(row, test_id_prefix):
+            leaks.add(index, leak)
     if n_rows == 0:
         raise PairsFormatError("pairs dataset has no rows. Fix: check the split name and the data_files of the config.")
+    if leaks:
+        # Before the format: a leak is the worse mistake, whatever else is wrong.
+        raise SplitLeakError(
+            f"{leaks.n} of {n_rows} pairs come from evaluation boards:{leaks.listing()}"
+            "\nTraining on them leaks the evaluation boards into the model, and every score measured on them "
+            "afterwards is void. Fix: rebuild the pairs from train-split traces (builders/build_pairs.py), or point "
+            "dataset_name/dataset_train_split at training data."
+        )
     if found:
         raise PairsFormatError(
             f"{found.n} of {n_rows} pairs are malformed:{found.listing()}"

@@ -1,0 +1,190 @@
+"""The fast training path computes the same numbers as the reference computation.
+
+The reference: the model's own forward with the full `(batch, seq, vocab)`
+logits, `log_softmax`, the label token's log-probability at each position
+whose label is not -100. The fast path: TRL's fused LM head, restricted to the
+labelled positions (`training/common.py:use_compact_lm_head`), as the
+training scripts run it, and DPO's reference log-probs precomputed in the
+trainer's set-up. Stated tolerance, fp32 on the tiny model: the mean SFT loss
+and each summed DPO log-prob agree within rtol 1e-5 / atol 1e-4 (different
+summation order: a chunked log-sum-exp against one log_softmax), gradients
+within rtol 1e-4 / atol 1e-6.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+import torch  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "training"))
+import common  # noqa: E402
+import test_dpo  # noqa: E402  (its folder builders and its loaded training/dpo.py)
+import test_sft  # noqa: E402
+from tiny_model import build_tiny_model  # noqa: E402
+
+LOSS_TOL = dict(rtol=1e-5, atol=1e-4)
+GRAD_TOL = dict(rtol=1e-4, atol=1e-6)
+# Precision is not what these tests compare: fp32 everywhere, whatever the CPU.
+FP32 = dict(dtype="float32", bf16="false")
+
+
+def reference_token_logps(model, input_ids, attention_mask, labels):
+    """log p(label) at every labelled position from the full logits (0 elsewhere), shifted as causal LMs are."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+    targets = labels[:, 1:]
+    mask = targets != -100
+    logps = torch.log_softmax(logits, dim=-1).gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    return logps * mask, mask
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+
+
+@pytest.fixture
+def restore_head():
+    yield
+    common.use_compact_lm_head(True)  # the scripts' default
+
+
+def test_compact_head_scores_only_the_labelled_positions_with_the_same_loss_and_gradients(tiny_model, restore_head):
+    from transformers import AutoModelForCausalLM
+    from trl.trainer import utils as trl_utils
+
+    torch.manual_seed(0)
+    # Two rows of different length (right padding), the loss on the last few tokens of each.
+    input_ids = torch.randint(10, 1000, (2, 96))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 80:] = 0
+    labels = input_ids.masked_fill(attention_mask == 0, -100)
+    labels[0, :85] = -100
+    labels[1, :70] = -100
+    labelled = int((labels[:, 1:] != -100).sum())
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+    logps, mask = reference_token_logps(model, input_ids, attention_mask, labels)
+    (-(logps.sum() / mask.sum())).backward()
+    reference_loss = -(logps.sum() / mask.sum()).detach()
+    reference_grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+
+    trl_utils.add_fused_lm_head(model, outputs=("log_probs", "entropy", "is_top1"))
+    rows_scored = []
+    apply = trl_utils._ChunkedLogProbFunction.apply
+
+    def spy(hidden, *args):
+        rows_scored.append(hidden.shape[0])
+        return apply(hidden, *args)
+
+    for compact, expected_rows in ((True, labelled), (False, input_ids.numel() - 2)):
+        common.use_compact_lm_head(compact)
+        rows_scored.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(trl_utils._ChunkedLogProbFunction, "apply", spy)
+            out = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
+        assert rows_scored == [expected_rows]  # compact: the 25 + 9 labelled positions, not all 190
+        torch.testing.assert_close(out.loss, reference_loss, **LOSS_TOL)
+        torch.testing.assert_close(out.log_probs, logps.detach(), **LOSS_TOL)
+        out.loss.backward()
+        for name, param in model.named_parameters():
+            torch.testing.assert_close(param.grad, reference_grads[name], **GRAD_TOL, msg=name)
+        model.zero_grad()
+
+
+@pytest.mark.slow
+def test_sft_script_loss_equals_the_model_own_loss(tiny_model, tmp_path):
+    """training/sft.py's trainer on real rows: its loss is the model's own masked cross-entropy."""
+    folder = test_sft.write_sft_folder(tmp_path / "poolbench", test_sft.make_sft_rows(4))
+    argv = test_sft.tiny_args(tiny_model, folder, tmp_path / "out", use_peft="false", **FP32)
+    trainer, _, _ = test_sft.sft.make_trainer(*test_sft.parse(argv))
+    from trl.trainer import utils as trl_utils
+
+    assert trl_utils._use_triton(torch.device("cpu"))  # the script turned the compact head on
+    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(2)])
+    model = trainer.model
+    fast = trainer.compute_loss(model, dict(batch))
+    with torch.no_grad():
+        own = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
+    torch.testing.assert_close(fast.detach(), own, **LOSS_TOL)
+
+
+@pytest.mark.slow
+def test_dpo_chosen_and_rejected_logps_equal_the_reference(tiny_model, tmp_path):
+    """training/dpo.py with the CPU recipe and reference log-probs precomputed: the precomputed columns and the
+    trainer's own log-probs equal the full-logits reference on the same pairs, chosen and rejected."""
+    folder = tmp_path / "poolbench"
+    test_dpo.build_pairs_folder(folder)
+    script_args, training_args, model_args = test_dpo.dpo.make_parser().parse_args_and_config(
+        args=test_dpo.tiny_args(tiny_model, folder, tmp_path / "out", max_steps=1, precompute_ref_log_probs="true",
+                                **FP32)
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        # The trainer as the script built it (the reference precomputed), before any step.
+        mp.setattr(test_dpo.dpo, "train_and_save", lambda trainer, *args, **kwargs: trainer)
+        trainer = test_dpo.dpo.train(script_args, training_args, model_args)
+    n = min(3, len(trainer.train_dataset))
+    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(n)])
+    labels = batch["input_ids"].masked_fill(batch["completion_mask"] == 0, -100)
+    with torch.no_grad(), adapter_off(trainer.model):
+        logps, _ = reference_token_logps(trainer.model, batch["input_ids"], batch["attention_mask"], labels)
+    ref_chosen, ref_rejected = logps.sum(dim=1).chunk(2)
+    # Precomputed in the set-up (compact head, adapter off) ...
+    torch.testing.assert_close(batch["ref_chosen_logps"].float(), ref_chosen, **LOSS_TOL)
+    torch.testing.assert_close(batch["ref_rejected_logps"].float(), ref_rejected, **LOSS_TOL)
+    assert not torch.equal(ref_chosen, ref_rejected)  # the two sides really differ
+    # ... and the policy's log-probs as the loss reads them (before any step the adapter is a no-op).
+    model_inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask")}
+    with torch.no_grad():
+        fast = trainer.model(**model_inputs, labels=labels, fused_lm_head=True).log_probs.sum(dim=1)
+    chosen, rejected = fast.chunk(2)
+    torch.testing.assert_close(chosen, ref_chosen, **LOSS_TOL)
+    torch.testing.assert_close(rejected, ref_rejected, **LOSS_TOL)
+    # ... and the reference forward the shipped CPU recipe runs beside each step instead.
+    step_chosen, step_rejected = trainer.compute_ref_log_probs(trainer.model, batch)
+    torch.testing.assert_close(step_chosen, ref_chosen, **LOSS_TOL)
+    torch.testing.assert_close(step_rejected, ref_rejected, **LOSS_TOL)
+
+
+def adapter_off(model):
+    """The reference as TRL defines it under LoRA: the base model with the adapter disabled."""
+    return model.disable_adapter() if hasattr(model, "disable_adapter") else torch.no_grad()
+
+
+# --- precision on a CPU without native bf16 ----------------------------------------------------------------------
+
+
+def parsed(script, recipe: Path, *extra: str):
+    return script.make_parser().parse_args_and_config(args=["--config", str(recipe), *extra])
+
+
+@pytest.mark.parametrize("native, fallback, expect_fp32", [(False, True, True), (False, False, False),
+                                                            (True, True, False)])
+def test_bf16_recipes_train_in_fp32_only_where_the_cpu_emulates_bf16(monkeypatch, native, fallback, expect_fp32):
+    monkeypatch.setattr(common, "cpu_has_native_bf16", lambda: native)
+    flag = ["--cpu_fp32_fallback", str(fallback).lower()]
+    # SFT: fp32 weights under bf16 autocast; DPO: bf16 weights, no autocast.
+    for script, recipe, dtype, bf16 in ((test_sft.sft, test_sft.CPU_RECIPE, "float32", True),
+                                        (test_dpo.dpo, test_dpo.CPU_RECIPE, "bfloat16", False)):
+        script_args, training_args, model_args = parsed(script, recipe, *flag)
+        assert (model_args.dtype, training_args.bf16) == (dtype, bf16)  # the recipe as written
+        common.apply_speed_settings(script_args, training_args, model_args)
+        if expect_fp32:
+            assert (model_args.dtype, training_args.bf16, training_args.mixed_precision) == ("float32", False, "no")
+        else:
+            assert (model_args.dtype, training_args.bf16) == (dtype, bf16)
+
+
+def test_a_float32_recipe_is_never_touched(monkeypatch):
+    monkeypatch.setattr(common, "cpu_has_native_bf16", lambda: False)
+    script_args, training_args, model_args = parsed(test_sft.sft, test_sft.CPU_RECIPE, "--bf16", "false")
+    common.apply_speed_settings(script_args, training_args, model_args)
+    assert (model_args.dtype, training_args.bf16) == ("float32", False)
