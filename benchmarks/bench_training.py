@@ -165,6 +165,22 @@ def floor_seconds(tokens: int = 1514, completion: int = 64, repeats: int = 5) ->
     return out
 
 
+def print_rows(rows: list[dict], steps: int, capability: str, native_bf16: bool) -> None:
+    print(f"\nTraining cost, {steps} steps of batch 1 per setting, SmolLM2-135M-Instruct, "
+          f"{os.cpu_count()} cores, {capability}, native bf16: {native_bf16}")
+    print("speed-up: the first row of the same kind in this run over this row")
+    print(f"{'setting':28} {'s/example':>10} {'speed-up':>8} {'peak RSS GB':>12} {'wall s':>8}  computed as")
+    first: dict[str, float] = {}
+    for r in rows:
+        kind = r["setting"].split(":")[0]
+        base = first.setdefault(kind, r["s_per_example"])
+        how = f"{r['train_dtype']}{' +autocast' if r['train_bf16_autocast'] else ''}" + (
+            ", compact head" if r["compact_lm_head"] else ", full head") + (
+            (", ref precomputed" if r["precompute_ref_log_probs"] else ", ref each step") if kind == "dpo" else "")
+        print(f"{r['setting']:28} {r['s_per_example']:>10.2f} {base / r['s_per_example']:>7.2f}x "
+              f"{r['peak_rss_gb']:>12.2f} {r['wall_s']:>8.0f}  {how}")
+
+
 def main(argv=None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=4, help="optimizer steps per setting (batch 1: one row each)")
@@ -191,19 +207,8 @@ def main(argv=None) -> list[dict]:
             rows = [run_setting(s, data, args.steps, work) for s in settings]
     import torch
 
-    print(f"\nTraining cost, {args.steps} steps of batch 1 per setting, SmolLM2-135M-Instruct, "
-          f"{os.cpu_count()} cores, {torch.backends.cpu.get_cpu_capability()}, native bf16: {cpu_has_native_bf16()}")
-    print("speed-up: the first row of the same kind in this run over this row")
-    print(f"{'setting':28} {'s/example':>10} {'speed-up':>8} {'peak RSS GB':>12} {'wall s':>8}  computed as")
-    first: dict[str, float] = {}
-    for r in rows:
-        kind = r["setting"].split(":")[0]
-        base = first.setdefault(kind, r["s_per_example"])
-        how = f"{r['train_dtype']}{' +autocast' if r['train_bf16_autocast'] else ''}" + (
-            ", compact head" if r["compact_lm_head"] else ", full head") + (
-            (", ref precomputed" if r["precompute_ref_log_probs"] else ", ref each step") if kind == "dpo" else "")
-        print(f"{r['setting']:28} {r['s_per_example']:>10.2f} {base / r['s_per_example']:>7.2f}x "
-              f"{r['peak_rss_gb']:>12.2f} {r['wall_s']:>8.0f}  {how}")
+    if rows:
+        print_rows(rows, args.steps, torch.backends.cpu.get_cpu_capability(), cpu_has_native_bf16())
     if args.floor:
         fl = floor_seconds()
         print(f"\nFloor of one demonstration ({fl['tokens']} tokens, all weights, forward + backward): "
