@@ -304,10 +304,11 @@ def speed_record(trainer) -> dict[str, Any]:
     import trl.trainer.utils as trl_utils
 
     device = trainer.accelerator.device
+    decides = getattr(trl_utils, "_use_triton", None)  # see use_compact_lm_head
     record = {
         "train_dtype": str(trainer.accelerator.unwrap_model(trainer.model).dtype).removeprefix("torch."),
         "train_bf16_autocast": bool(trainer.args.bf16),
-        "compact_lm_head": bool(trl_utils._use_triton(device)),
+        "compact_lm_head": bool(decides(device)) if decides else "unknown",
     }
     if device.type == "cpu":
         record["cpu_native_bf16"] = cpu_has_native_bf16()
