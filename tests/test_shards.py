@@ -93,3 +93,36 @@ def test_scripts_refuse_bad_shards_in_one_line(parts, tmp_path, capsys):
     (lonely / "s0").symlink_to(parts / "s0")
     assert merge.main(["--shards_dir", str(lonely), "--output_dir", str(tmp_path / "m")]) == 2
     assert "missing; build them with --shard I/2" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_shard_rows_must_be_what_shard_json_promises(parts, tmp_path):
+    # A shard that lost a file: half the test traces would merge, exit 0.
+    lost = shutil.copytree(parts, tmp_path / "lost")
+    (lost / "s1" / "data" / "traces" / "test-00000.parquet").unlink()
+    with pytest.raises(ValueError, match=r"s1 holds 0 traces/test rows where its shard.json promises 12 \(12 missing"):
+        merge_shards(sorted(lost.iterdir()), tmp_path / "a")
+    # Shard 0's rows copied into shard 1: boards twice, others missing.
+    swapped = shutil.copytree(parts, tmp_path / "swapped")
+    shutil.rmtree(swapped / "s1" / "data")
+    shutil.copytree(swapped / "s0" / "data", swapped / "s1" / "data")
+    with pytest.raises(ValueError, match=r"s1 holds 2 scenarios/test rows where its shard.json promises 3 "
+                                         r"\(3 missing, 2 duplicated or foreign\)"):
+        merge_shards(sorted(swapped.iterdir()), tmp_path / "b")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text, problem", [
+    ("{not json", "is not valid JSON"),
+    ('{"shard": 0, "of": 2}', "lacks ranges, benchmark"),
+    ('{"shard": 0, "of": 2, "ranges": {}, "benchmark": {}}', "lacks benchmark.versions, benchmark.settings"),
+])
+def test_a_malformed_shard_json_is_one_line_naming_the_file(parts, tmp_path, capsys, text, problem):
+    bad = shutil.copytree(parts, tmp_path / "bad")
+    (bad / "s0" / "shard.json").write_text(text)
+    merge = _script("merge_shards")
+    assert merge.main(["--shards_dir", str(bad), "--output_dir", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "s0/shard.json" in err[0] and problem in err[0]
+    assert not (tmp_path / "m").exists()

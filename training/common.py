@@ -15,6 +15,8 @@ from typing import Any
 
 from trl import ModelConfig, ScriptArguments
 
+from poolbench_data.llm.model import cpu_has_native_bf16  # one definition: training and vLLM
+
 logger = logging.getLogger("poolbench.training")
 
 EMBEDDED = "embedded"
@@ -251,13 +253,6 @@ def set_model_init_kwargs(training_args, model_args: ModelConfig) -> None:
     )
     model_init_kwargs.update(training_args.model_init_kwargs or {})
     training_args.model_init_kwargs = model_init_kwargs
-
-
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX); without it torch emulates bf16 matmuls."""
-    import torch
-
-    return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
 
 
 def use_compact_lm_head(enabled: bool) -> None:

@@ -12,11 +12,14 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from poolbench_data.boards.generate import scenario_id
 from poolbench_data.hub.build import EVAL_SPLIT, SHARD_FILE, results_table, shard_range
 from poolbench_data.hub.card import write_card
 from poolbench_data.hub.folder import ShardWriter, check_shards, read_rows, staged_folder, write_provenance
 
 CONFIGS = ("scenarios", "traces")
+SHARD_KEYS = ("shard", "of", "ranges", "benchmark")
+SETTINGS_KEYS = ("eval_n", "eval_seed", "train_n", "train_seed", "players")
 
 
 def read_shard(folder: Path) -> dict:
@@ -25,7 +28,39 @@ def read_shard(folder: Path) -> dict:
         raise FileNotFoundError(f"--shards_dir: {folder} is not a shard folder (no {SHARD_FILE}); build shards "
                                 f"with builders/build_dataset.py --shard I/K")
     check_shards(folder, "--shards_dir")
-    return json.loads(path.read_text())
+    try:
+        meta = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--shards_dir: {path} is not valid JSON ({exc}); rebuild this shard") from None
+    missing = [k for k in SHARD_KEYS if not isinstance(meta, dict) or k not in meta]
+    if not missing:
+        bench = meta["benchmark"] if isinstance(meta["benchmark"], dict) else {}
+        missing = [f"benchmark.{k}" for k in ("versions", "settings") if not isinstance(bench.get(k), dict)]
+    if not missing:
+        missing = [f"benchmark.settings.{k}" for k in SETTINGS_KEYS if k not in meta["benchmark"]["settings"]]
+    if missing:
+        raise ValueError(f"--shards_dir: {path} lacks {', '.join(missing)}; rebuild this shard with "
+                         f"builders/build_dataset.py --shard I/K")
+    return meta
+
+
+def check_shard_rows(folder: Path, config: str, split: str, rows: list[dict], meta: dict) -> None:
+    """The rows a shard folder holds are exactly those its shard.json promises: its index range's boards,
+    each once, and one trace of each player for each board."""
+    settings = meta["benchmark"]["settings"]
+    seed = settings["eval_seed"] if split == EVAL_SPLIT else settings["train_seed"]
+    ids = [scenario_id(seed, k) for k in range(*meta["ranges"][split])]
+    if config == "scenarios":
+        got, want = [r.get("id") for r in rows], ids
+    else:
+        got = [(r.get("scenario_id"), r.get("player")) for r in rows]
+        want = [(i, p) for i in ids for p in settings["players"]]
+    if sorted(got, key=str) == sorted(want, key=str):
+        return
+    extra = len(got) - len(set(got)) + len(set(got) - set(want))
+    raise ValueError(f"--shards_dir: {folder} holds {len(got)} {config}/{split} rows where its {SHARD_FILE} promises "
+                     f"{len(want)} ({len(set(want) - set(got))} missing, {extra} duplicated or foreign); rebuild "
+                     f"this shard")
 
 
 def _comparable(benchmark: dict) -> dict:
@@ -81,6 +116,7 @@ def merge_shards(shard_dirs: Sequence[Path], out: Path, *, overwrite: bool = Fal
                 writer = ShardWriter(root, config, split)
                 for d in ordered:  # rows one shard at a time: memory stays one shard's worth
                     rows = read_rows(d, config, split)
+                    check_shard_rows(d, config, split, rows, metas[d])
                     writer.extend(rows)
                     if config == "traces" and split == EVAL_SPLIT:
                         test_traces.extend(rows)

@@ -28,6 +28,20 @@ CACHE_ENV = "POOLBENCH_CACHE"
 # bf16 halves the folder and matches what vLLM picks from the config anyway.
 SAVE_DTYPE = "bfloat16"
 
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX). Without it torch emulates bf16
+    GEMMs: 4 GFLOP/s against 121 in float32 on the model's shapes on an AVX2 EPYC (docs/benchmarks.md)."""
+    import torch
+
+    return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+
+
+def cpu_engine_dtype(dtype: str) -> str:
+    """The dtype a CPU engine runs: vLLM's `auto` means the folder's bf16, emulated and slow where the CPU has
+    no native bf16, so there it is float32; an explicit dtype is kept."""
+    return "float32" if dtype == "auto" and not cpu_has_native_bf16() else dtype
+
 # SmolLM2's own template. The GGUF carries it, but a tokenizer converted
 # without one would silently fall back to no template, so we pin it.
 CHATML_TEMPLATE = (

@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from poolbench_data.llm.model import cpu_engine_dtype
 from poolbench_data.llm.vllm_backend import (
     COMPACT_JSON_CONFIG,
     DEFAULT_CPU_KV_CACHE_GIB,
@@ -107,6 +108,8 @@ def local_server(
     if on_cpu():
         safe = cpu_safe_engine_kwargs(max_model_len)
         cmd += ["--no-enable-chunked-prefill", "--max-num-batched-tokens", str(safe["max_num_batched_tokens"])]
+        if "--dtype" not in extra_args:
+            cmd += ["--dtype", cpu_engine_dtype("auto")]
         kv_cache_gib = DEFAULT_CPU_KV_CACHE_GIB if kv_cache_gib is None else kv_cache_gib
     if kv_cache_gib is not None:
         cmd += ["--kv-cache-memory-bytes", str(int(kv_cache_gib * GiB))]

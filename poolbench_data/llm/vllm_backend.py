@@ -13,7 +13,7 @@ from poolbench_data.llm.backend import (
     request_seed,
     validate_request,
 )
-from poolbench_data.llm.model import model_info, resolve_model
+from poolbench_data.llm.model import cpu_engine_dtype, model_info, resolve_model
 from poolbench_data.protocol.parsing import THINK_CLOSE, THINK_OPEN, reasoning_text
 from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 
@@ -86,7 +86,7 @@ class VLLMBackend:
 
             kwargs["reasoning_config"] = ReasoningConfig(reasoning_start_str=THINK_OPEN, reasoning_end_str=THINK_CLOSE)
         if self.cpu:
-            kwargs.update(cpu_safe_engine_kwargs(max_model_len))
+            kwargs.update(cpu_safe_engine_kwargs(max_model_len), dtype=cpu_engine_dtype(dtype))
             kv_cache_gib = DEFAULT_CPU_KV_CACHE_GIB if kv_cache_gib is None else kv_cache_gib
         if kv_cache_gib is not None:
             # Explicit bytes work on both platforms and, unlike the
