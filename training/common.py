@@ -116,6 +116,15 @@ def default_test_id_prefix(dataset_name: str | None) -> str:
 DEFAULT_TEST_ID_PREFIX = "pb0-"
 
 
+def refuse_eval_split(split: str, error: type[Exception]) -> None:
+    """Raise `error` when the training split is an evaluation split (each script names its own error type)."""
+    from poolbench_data.prefs.sft import EVAL_SPLITS
+
+    if split in EVAL_SPLITS:
+        raise error(f"dataset_train_split={split!r} is the evaluation split. "
+                    "Fix: train on the train split (dataset_train_split: train).")
+
+
 def resolve_model_path(name: str | None) -> str:
     """A local folder or Hub id as given; `embedded` is the packaged SmolLM2 folder."""
     if not name:

@@ -47,6 +47,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    refuse_eval_split,
     default_test_id_prefix,
     apply_speed_settings,
     LoraModelConfig,
@@ -84,17 +85,12 @@ def train(script_args: DPOScriptArguments, training_args: DPOConfig, model_args:
     from trl import DPOTrainer, get_peft_config, get_quantization_config
 
     from poolbench_data.prefs.check import SplitLeakError, check_pairs
-    from poolbench_data.prefs.sft import EVAL_SPLITS
 
     if not training_args.output_dir:
         raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")
     output_dir = Path(training_args.output_dir)
 
-    if script_args.dataset_train_split in EVAL_SPLITS:
-        raise SplitLeakError(
-            f"dataset_train_split={script_args.dataset_train_split!r} is the evaluation split. "
-            "Fix: train on the train split (dataset_train_split: train)."
-        )
+    refuse_eval_split(script_args.dataset_train_split, SplitLeakError)
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
     prefix = script_args.test_id_prefix or default_test_id_prefix(script_args.dataset_name)
     train_dataset = load_split(script_args, script_args.dataset_train_split)

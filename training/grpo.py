@@ -53,6 +53,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    refuse_eval_split,
     default_test_id_prefix,
     apply_speed_settings,
     LoraModelConfig,
@@ -185,7 +186,6 @@ def make_trainer(
     from trl import GRPOTrainer, get_peft_config, get_quantization_config
 
     from poolbench_data.prefs.reward import physics_reward
-    from poolbench_data.prefs.sft import EVAL_SPLITS
 
     if not training_args.output_dir:
         raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")
@@ -195,11 +195,7 @@ def make_trainer(
             "remove_unused_columns=true drops the board columns physics_reward reads. "
             "Fix: set remove_unused_columns: false (GRPOConfig's default)."
         )
-    if script_args.dataset_train_split in EVAL_SPLITS:
-        raise TestSplitLeakError(
-            f"dataset_train_split={script_args.dataset_train_split!r} is the evaluation split. "
-            "Fix: train on the train split (dataset_train_split: train)."
-        )
+    refuse_eval_split(script_args.dataset_train_split, TestSplitLeakError)
 
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
     prefix = script_args.test_id_prefix or default_test_id_prefix(script_args.dataset_name)

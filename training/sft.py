@@ -56,6 +56,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    refuse_eval_split,
     DEFAULT_TEST_ID_PREFIX,
     default_test_id_prefix,
     apply_speed_settings,
@@ -288,8 +289,6 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
     arguments, the model path, the rows, their lengths (tokenizer only); the model loads last."""
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
-    from poolbench_data.prefs.sft import EVAL_SPLITS
-
     if not training_args.output_dir:
         raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")
     if training_args.completion_only_loss is False:
@@ -300,11 +299,7 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
         )
     # TRL's default (None) already means completion-only for prompt-completion rows; set it so it cannot drift.
     training_args.completion_only_loss = True
-    if script_args.dataset_train_split in EVAL_SPLITS:
-        raise SplitLeakError(
-            f"dataset_train_split={script_args.dataset_train_split!r} is the evaluation split. "
-            "Fix: train on the train split (dataset_train_split: train)."
-        )
+    refuse_eval_split(script_args.dataset_train_split, SplitLeakError)
 
     # A misspelt model fails in milliseconds, before the data is read.
     model_path = resolve_model_path(model_args.model_name_or_path)
