@@ -1,10 +1,13 @@
-"""Add the `sft` config (Oracle demonstrations) to a dataset folder.
+"""Add the `sft` config (Oracle demonstrations) or, with --tools, the
+`sft_tools` config (ghost_ball tool-use demonstrations) to a dataset folder.
 
     .venv/bin/python builders/build_dataset.py --train_n 500 --players oracle
     .venv/bin/python builders/build_sft.py --dataset_dir poolbench
+    .venv/bin/python builders/build_sft.py --dataset_dir poolbench --tools
 
 Rows come only from the train split: evaluation boards never enter training.
 Then: training/sft.py --config training/recipes/sft-smollm2-135m-cpu.yaml
+(or sft-tools-smollm2-135m-cpu.yaml).
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ class ScriptArguments(PushArguments):
 
     dataset_dir: str = field(default="poolbench", metadata={"help": "Dataset folder with scenarios and traces."})
     split: str = field(default="train", metadata={"help": "Split to take demonstrations from (never test)."})
+    tools: bool = field(default=False, metadata={"help": "Build `sft_tools` (the model calls ghost_ball, then "
+                                                          "answers with its aim) instead of `sft`."})
+    seed: int = field(default=0, metadata={"help": "Seed of the draw that adds a recovered mistaken call to some "
+                                                   "tool demonstrations (--tools)."})
 
 
 def build(args: ScriptArguments) -> None:
@@ -40,11 +47,24 @@ def build(args: ScriptArguments) -> None:
     if not scenarios:
         raise UserError(f"{folder} has no {args.split!r} scenarios; build it with "
                         f"`builders/build_dataset.py --train_n N`")
-    rows = sft_rows(scenarios, read_rows(folder, "traces", args.split), args.split)
-    counts = write_config(folder, "sft", {args.split: rows}, "sft", provenance(split=args.split))
-    pots = sum(r["demonstration"] == "pot" for r in rows)
-    print(f"sft/{args.split}: {counts[args.split]} demonstrations ({pots} legal pots, "
-          f"{counts[args.split] - pots} legal contacts) from {len(scenarios)} scenarios")
+    if args.tools:
+        from collections import Counter
+
+        from poolbench_data.prefs.tool_sft import tool_sft_rows
+
+        rows = tool_sft_rows(scenarios, args.split, seed=args.seed, progress=True)
+        counts = write_config(folder, "sft_tools", {args.split: rows}, "sft_tools",
+                              provenance(split=args.split, seed=args.seed))
+        kinds = Counter(r["demonstration"] for r in rows)
+        print(f"sft_tools/{args.split}: {counts[args.split]} tool demonstrations, every one a legal pot "
+              f"({kinds['after_blocked']} after a blocked call, {kinds['after_error']} after an error) from "
+              f"{len(scenarios)} scenarios ({len(scenarios) - len(rows)} without a tool-derived pot)")
+    else:
+        rows = sft_rows(scenarios, read_rows(folder, "traces", args.split), args.split)
+        counts = write_config(folder, "sft", {args.split: rows}, "sft", provenance(split=args.split))
+        pots = sum(r["demonstration"] == "pot" for r in rows)
+        print(f"sft/{args.split}: {counts[args.split]} demonstrations ({pots} legal pots, "
+              f"{counts[args.split] - pots} legal contacts) from {len(scenarios)} scenarios")
     args.maybe_push(folder)
 
 

@@ -7,6 +7,11 @@ The data is the dataset's `sft` config (builders/build_sft.py): TRL's
 conversational prompt-completion format, `prompt` = [system, user] messages and
 `completion` = [{"role": "assistant", "content": "<the protocol's JSON action>"}].
 The warm start teaches the action format before DPO (training/dpo.py).
+Or the `sft_tools` config (builders/build_sft.py --tools): `messages` rows in
+which the model calls the ghost_ball tool, reads its answer and writes the
+action; the loss is on the model's turns only (`assistant_only_loss`, required
+for such rows, with a chat template that marks them: recipe
+sft-tools-smollm2-135m-cpu.yaml), never on the prompt or the tool's answers.
 
 Every field of TRL's `ScriptArguments`, `SFTConfig` and `ModelConfig`, and the
 few below, can be set in the recipe or on the command line (the command line
@@ -76,6 +81,7 @@ from common import (  # noqa: E402
 logger = logging.getLogger("poolbench.sft")
 
 REQUIRED_COLUMNS = ("prompt", "completion")
+TOOL_COLUMNS = ("messages",)  # the sft_tools config: whole tool-using conversations
 PROMPT_ROLES = ("system", "user")
 
 
@@ -189,6 +195,41 @@ def sft_row_problems(row: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def tool_row_problems(row: Mapping[str, Any]) -> list[str]:
+    """Everything wrong with one tool-use conversation (empty when fine): [system?, user, (model call, tool
+    answer)*, model action], every message a non-empty string, every call a ghost_ball call with its two
+    arguments, and the last model turn an answer, not a call."""
+    from poolbench_data.llm.tools import tool_calls
+    from poolbench_data.prefs.tool_sft import call_problems
+
+    msgs = row.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        return ["`messages` is " + ("an empty message list" if isinstance(msgs, list) else
+                                    f"a {type(msgs).__name__}, expected a list of {{role, content}} messages")]
+    problems = []
+    for i, message in enumerate(msgs):
+        if problem := _message_problem(message, ("system", "user", "assistant", "tool")):
+            problems.append(f"`messages`[{i}]: {problem}")
+    if problems:
+        return problems
+    roles = [m["role"] for m in msgs]
+    start = 1 if roles[0] == "system" else 0
+    if roles[start:start + 1] != ["user"] or "system" in roles[start:] or "user" in roles[start + 1:]:
+        problems.append(f"roles {roles}: expected [system?, user] then the model's turns and the tool's answers")
+    turns = roles[start + 1:]
+    if not turns or turns[-1] != "assistant":
+        problems.append("the conversation does not end with the model's turn")
+    for i in range(start + 1, len(msgs)):
+        m = msgs[i]
+        if m["role"] == "tool" and (msgs[i - 1]["role"] != "assistant" or not tool_calls(msgs[i - 1]["content"])):
+            problems.append(f"`messages`[{i}]: a tool answer that follows no call")
+        if m["role"] == "assistant":
+            problems += [f"`messages`[{i}]: {p}" for p in call_problems(m["content"])]
+            if i == len(msgs) - 1 and tool_calls(m["content"]):
+                problems.append(f"`messages`[{i}]: the last model turn is a call, not the action")
+    return problems
+
+
 def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PREFIX) -> None:
     """Raise unless every row is a valid prompt-completion demonstration from a training split.
 
@@ -201,7 +242,8 @@ def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PR
     from poolbench_data.prefs.check import RowProblems, column_names
 
     columns = column_names(dataset)
-    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+    tools = is_tool_dataset(columns)
+    missing = [] if tools else [c for c in REQUIRED_COLUMNS if c not in columns]
     if missing:
         raise SFTFormatError(
             f"sft dataset is missing column(s) {missing} (has {columns}). "
@@ -212,7 +254,7 @@ def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PR
     found, leaks, n_rows = RowProblems(), RowProblems(), 0
     for index, row in enumerate(dataset):
         n_rows += 1
-        if problems := sft_row_problems(row):
+        if problems := (tool_row_problems(row) if tools else sft_row_problems(row)):
             found.add(index, "; ".join(problems))
         if leak := check.leak_problem(row, test_id_prefix):
             leaks.add(index, leak)
@@ -226,6 +268,13 @@ def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PR
             "afterwards is void. Fix: rebuild the config from the train split (builders/build_sft.py --split train), "
             "or point dataset_name/dataset_train_split at training data."
         )
+    if found and tools:
+        raise SFTFormatError(
+            f"{found.n} of {n_rows} sft_tools rows are malformed:{found.listing()}"
+            "\nFix: each row's `messages` is [system, user, assistant <tool_call>, tool answer, ..., assistant JSON "
+            "action], every call ghost_ball with exactly target_ball and pocket; rebuild with "
+            "builders/build_sft.py --tools."
+        )
     if found:
         raise SFTFormatError(
             f"{found.n} of {n_rows} sft rows are malformed:{found.listing()}"
@@ -235,12 +284,25 @@ def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PR
         )
 
 
+def is_tool_dataset(columns) -> bool:
+    """Whole conversations (`messages`, the sft_tools config) rather than prompt-completion rows."""
+    return "messages" in columns and not all(c in columns for c in REQUIRED_COLUMNS)
+
+
 def measure_lengths(dataset, tokenizer, max_length: int | None) -> LengthReport:
     """Tokenize every row as SFTTrainer will (chat template, generation prompt) and find those over max_length."""
     from trl.data_utils import common_prefix_length
 
+    from poolbench_data.prefs.check import column_names
+
     too_long, cut = [], []
-    if max_length is not None:
+    if max_length is not None and is_tool_dataset(column_names(dataset)):
+        # A conversation is trained whole: one that does not fit would lose its last turn, the action.
+        for index, row in enumerate(dataset):
+            ids = tokenizer.apply_chat_template(row["messages"], tokenize=True, return_dict=True)["input_ids"]
+            if len(ids) > max_length:
+                cut.append(index)
+    elif max_length is not None:
         for index, row in enumerate(dataset):
             prompt_ids = tokenizer.apply_chat_template(
                 row["prompt"], tokenize=True, add_generation_prompt=True, return_dict=True
@@ -284,6 +346,27 @@ def enforce_max_length(dataset, report: LengthReport, max_dropped_share: float):
 # --- the run ------------------------------------------------------------------------
 
 
+def check_tool_template(training_args: SFTConfig) -> None:
+    """Tool conversations hold the prompt and the tool's answers between the model's turns: only a chat
+    template that marks those turns ({% generation %}) keeps the loss off the rest."""
+    from trl.chat_template_utils import has_generation_markers
+
+    if not training_args.assistant_only_loss:
+        raise ValueError(
+            "these rows are tool-use conversations (`messages`) and assistant_only_loss is false: the loss would "
+            "fall on the prompt and the tool's answers. Fix: set assistant_only_loss: true and chat_template_path "
+            "(training/recipes/sft-tools-smollm2-135m-cpu.yaml does)."
+        )
+    path = training_args.chat_template_path
+    if path is not None and Path(path).suffix in (".jinja", ".j2"):
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"chat_template_path {path!r} does not exist. Fix: give the template file's "
+                                    "path (training/templates/smollm2-chatml-generation.jinja for SmolLM2).")
+        if not has_generation_markers(Path(path).read_text()):
+            raise ValueError(f"chat_template_path {path!r} has no {{% generation %}} markers, so no turn would be "
+                             "trained. Fix: mark the model's turns (see training/templates/).")
+
+
 def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: LoraModelConfig):
     """Everything up to a ready SFTTrainer: (trainer, tokenizer, length report). Cheapest checks first: the
     arguments, the model path, the rows, their lengths (tokenizer only); the model loads last."""
@@ -309,6 +392,9 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
     prefix = script_args.test_id_prefix or default_test_id_prefix(script_args.dataset_name)
     train_dataset = load_split(script_args, script_args.dataset_train_split)
     check_sft_rows(train_dataset, test_id_prefix=prefix)
+    tools = is_tool_dataset(check.column_names(train_dataset))
+    if tools:
+        check_tool_template(training_args)
     eval_dataset = None
     if training_args.eval_strategy != "no":
         eval_dataset = load_split(script_args, script_args.dataset_test_split)
@@ -324,9 +410,10 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
         eval_dataset = enforce_max_length(eval_dataset, eval_report, max_dropped_share=1.0)
     # Only what TRL reads: outcome columns (structs, bools) and a stray `tools`
     # or `chat_template_kwargs` column never reach tokenization or collation.
-    train_dataset = train_dataset.select_columns(list(REQUIRED_COLUMNS))
+    keep = list(TOOL_COLUMNS if tools else REQUIRED_COLUMNS)
+    train_dataset = train_dataset.select_columns(keep)
     if eval_dataset is not None:
-        eval_dataset = eval_dataset.select_columns(list(REQUIRED_COLUMNS))
+        eval_dataset = eval_dataset.select_columns(keep)
 
     apply_speed_settings(script_args, training_args, model_args)
     set_model_init_kwargs(training_args, model_args)

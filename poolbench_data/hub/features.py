@@ -57,7 +57,15 @@ def features(config: str):
             "scenario_id": s, "category": s, "split": s, "demonstration": s, "player": s,
             **{k: v for k, v in outcome.items() if k != "foul_reasons"}, "prompt_version": s,
         })
+    if config == "sft_tools":
+        return Features({
+            # `context`: a model turn shown but not trained (a mistaken call kept to show the recovery).
+            "messages": List({"role": s, "content": s, "context": b}),
+            "scenario_id": s, "category": s, "split": s, "demonstration": s, "calls": i64,
+            "target_ball": s, "pocket": s, "cue_speed": f64,
+            **{k: v for k, v in outcome.items() if k != "foul_reasons"}, "player": s, "prompt_version": s,
+        })
     raise KeyError(config)
 
 
-CONFIGS = ("scenarios", "traces", "pairs", "sft")
+CONFIGS = ("scenarios", "traces", "pairs", "sft", "sft_tools")

@@ -1,0 +1,228 @@
+"""Tool-use demonstrations (the `sft_tools` config): the model chooses what is
+discrete (ball, pocket, speed), the `ghost_ball` tool computes the angle.
+
+A row is one conversation in TRL's conversational language-modelling format
+(`messages`), exactly as `poolbench eval --tools` renders it: the protocol's
+system prompt with the tool's paragraph, the board, then the model's turns (a
+`<tool_call>` block, the tool's JSON answer in a `tool` turn, and finally the
+protocol's JSON action with the tool's aim). The loss is on the model's turns
+only; a turn with `context: true` (a mistaken call kept to show the recovery)
+is shown but not trained, so the model learns what to do after an error
+without learning to make it.
+
+The demonstrated (ball, pocket, speed) is searched, never guessed: the
+Oracle's ball and pocket first, then the geometry candidates cheapest first,
+each at the Oracle's speeds; the first whose tool answer is clear (no ball in
+either path, ghost ball free) and whose written action, parsed and simulated
+as the evaluator would, pots an own ball without a foul. A board with none
+gives no row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from poolbench_data.core.candidates import MAX_CUT, candidate
+from poolbench_data.core.records import PLAYER_GROUP, Metrics, Scenario, Shot
+from poolbench_data.core.table import POCKET_IDS
+from poolbench_data.core.vocab import group_of
+from poolbench_data.llm.tools import TOOL_NAME, run_call, tool_calls, with_tool_note
+from poolbench_data.players.baselines import ORACLE_SPEEDS, ORACLE_TOP_K
+from poolbench_data.players.play import play_shot
+from poolbench_data.prefs.sft import EVAL_SPLITS
+from poolbench_data.protocol.parsing import parse_action
+from poolbench_data.protocol.prompts import PROMPT_VERSION, format_action, messages
+
+TOOL_ARGUMENTS = ("target_ball", "pocket")  # the only arguments ghost_ball takes
+RETRY_BLOCKED_SHARE = 0.2  # boards whose demonstration first asks for a shot the tool reports blocked
+RETRY_ERROR_SHARE = 0.1  # ... first names a ball that is not on the table
+OUTCOMES = ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot")
+
+
+class DemonstrationError(ValueError):
+    """A demonstration that does not replay as recorded: a build error naming the board."""
+
+
+def call_text(ball: str, pocket: str) -> str:
+    """What the model writes to call the tool (the form TOOL_NOTE shows)."""
+    call = {"name": TOOL_NAME, "arguments": {"target_ball": ball, "pocket": pocket}}
+    return f"<tool_call>{json.dumps(call)}</tool_call>"
+
+
+def clear(result: Mapping) -> bool:
+    """The tool's answer shows an open shot: no error, nothing in either path, the ghost ball free."""
+    return ("error" not in result and result["ghost_ball_free"] and not result["cue_path_blocked_by"]
+            and not result["target_path_blocked_by"])
+
+
+@dataclass(frozen=True)
+class ToolDemo:
+    """One board's demonstration: the calls made (the last one is answered) and the shot written."""
+
+    scenario: Scenario
+    calls: tuple[tuple[str, str], ...]  # (ball, pocket) in order
+    context_calls: int  # how many leading calls are shown but not trained
+    answer: str  # the protocol's JSON action
+    shot: Shot
+    metrics: Metrics
+    kind: str  # direct | after_blocked | after_error
+
+    def messages(self) -> list[dict]:
+        conv = with_tool_note([messages(self.scenario)])[0]
+        out = [{"role": m["role"], "content": m["content"], "context": False} for m in conv]
+        for k, (ball, pocket) in enumerate(self.calls):
+            text = call_text(ball, pocket)
+            result = run_call(self.scenario, tool_calls(text)[0])
+            out.append({"role": "assistant", "content": text, "context": k < self.context_calls})
+            out.append({"role": "tool", "content": json.dumps(result), "context": False})
+        out.append({"role": "assistant", "content": self.answer, "context": False})
+        return out
+
+    def to_row(self, split: str) -> dict:
+        ball, pocket = self.calls[-1]
+        return {"messages": self.messages(), "scenario_id": self.scenario.id, "category": self.scenario.category,
+                "split": split, "demonstration": self.kind, "calls": len(self.calls), "target_ball": ball,
+                "pocket": pocket, "cue_speed": self.shot.V0, **{k: bool(getattr(self.metrics, k)) for k in OUTCOMES},
+                "player": "tool_oracle", "prompt_version": PROMPT_VERSION}
+
+
+def played(scenario: Scenario, answer: str) -> tuple[Shot | None, Metrics]:
+    """The answer parsed and simulated exactly as the evaluator does."""
+    p = parse_action(answer, scenario)
+    record = play_shot(scenario, p.shot, player="tool_oracle", kind="llm", parse_status=p.status)
+    return p.shot, record.metrics
+
+
+def _tried(scenario: Scenario, oracle_shot: Shot | None) -> list[tuple[str, str, float]]:
+    """(ball, pocket, speed) in search order: the Oracle's choice first, then the candidates cheapest first."""
+    from poolbench_data.core.candidates import candidates
+
+    order, seen = [], set()
+    if oracle_shot is not None and oracle_shot.target_ball and oracle_shot.target_pocket:
+        key = (oracle_shot.target_ball, oracle_shot.target_pocket)
+        speeds = (oracle_shot.V0, *[v for v in ORACLE_SPEEDS if v != oracle_shot.V0])
+        order += [(*key, v) for v in speeds]
+        seen.add(key)
+    for c in candidates(scenario, aim="centre")[:ORACLE_TOP_K]:
+        if (c.ball, c.pocket) not in seen:
+            seen.add((c.ball, c.pocket))
+            order += [(c.ball, c.pocket, v) for v in ORACLE_SPEEDS]
+    return order
+
+
+def find_pot(scenario: Scenario, oracle_shot: Shot | None = None) -> tuple[str, str, str, Shot, Metrics] | None:
+    """The first searched (ball, pocket, speed) the tool shows clear and that, written with the tool's aim,
+    pots legally: (ball, pocket, answer, shot, metrics); None when no such shot exists."""
+    answers: dict[tuple[str, str], dict] = {}
+    for ball, pocket, speed in _tried(scenario, oracle_shot):
+        result = answers.setdefault((ball, pocket), run_call(scenario, tool_calls(call_text(ball, pocket))[0]))
+        if not clear(result):
+            continue
+        answer = format_action(Shot(phi=result["aim_angle_deg"], V0=speed, target_ball=ball,
+                                    target_pocket=pocket), scenario)
+        shot, m = played(scenario, answer)
+        if m.clean_pot:
+            return ball, pocket, answer, shot, m
+    return None
+
+
+def _blocked_calls(scenario: Scenario, chosen: tuple[str, str]) -> list[tuple[str, str]]:
+    """Own-ball (ball, pocket) pairs within the candidates' cut whose tool answer is not clear."""
+    out = []
+    for b in scenario.own():
+        for pid in POCKET_IDS:
+            if (b.id, pid) != chosen and candidate(scenario, b.id, pid, "centre", MAX_CUT) is not None:
+                if not clear(run_call(scenario, tool_calls(call_text(b.id, pid))[0])):
+                    out.append((b.id, pid))
+    return out
+
+
+def _absent_own(scenario: Scenario) -> list[str]:
+    """Ball ids of the player's group that are not on this board (a call naming one is an error)."""
+    on_table = {b.id for b in scenario.object_balls}
+    return [b for b in map(str, range(1, 16)) if b not in on_table and group_of(b) == PLAYER_GROUP]
+
+
+def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int,
+              blocked_share: float = RETRY_BLOCKED_SHARE, error_share: float = RETRY_ERROR_SHARE) -> ToolDemo | None:
+    """One board's demonstration, or None when the tool's geometry gives no legal pot there.
+
+    With probability `blocked_share` (where the board has one) the model first asks for an own ball and pocket
+    the tool reports blocked, then asks again; with `error_share` it first names a ball not on the table. Both
+    first calls are context, not trained. The draw uses its own RNG from (seed, the board's seed)."""
+    found = find_pot(scenario, oracle_shot)
+    if found is None:
+        return None
+    ball, pocket, answer, shot, m = found
+    rng = np.random.default_rng([seed, scenario.seed])
+    u = float(rng.random())
+    first: tuple[str, str] | None = None
+    kind = "direct"
+    if u < blocked_share:
+        options = _blocked_calls(scenario, (ball, pocket))
+        if options:
+            first, kind = options[int(rng.integers(len(options)))], "after_blocked"
+    elif u < blocked_share + error_share:
+        absent = _absent_own(scenario)
+        if absent:
+            first, kind = (absent[int(rng.integers(len(absent)))], pocket), "after_error"
+    calls = ((first,) if first else ()) + ((ball, pocket),)
+    return ToolDemo(scenario, calls, 1 if first else 0, answer, shot, m, kind)
+
+
+def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress: bool = False) -> list[dict]:
+    """One row per scenario row whose board has a tool-derived legal pot, in board order; each verified."""
+    from tqdm.auto import tqdm
+
+    if split in EVAL_SPLITS:
+        raise ValueError(f"split {split!r} holds the evaluation boards; demonstrations come from train splits only")
+    rows = []
+    for s in tqdm(scenarios, desc="tool demonstrations", unit="board", disable=not progress):
+        scenario = Scenario.from_row(s)
+        oracle = Shot.from_row(s["oracle_shot"]) if s.get("oracle_shot") else None
+        demo = tool_demo(scenario, oracle, seed)
+        if demo is not None:
+            row = demo.to_row(split)
+            verify_tool_row(row, scenario)
+            rows.append(row)
+    return rows
+
+
+def verify_tool_row(row: Mapping, scenario: Scenario) -> None:
+    """Replay a row: each tool turn must be the tool's answer to the call before it, and the final action,
+    parsed and simulated, must give the recorded outcome. Raise DemonstrationError naming the board."""
+    where = f"tool demonstration for board {row.get('scenario_id')!r}"
+    msgs = list(row["messages"])
+    for k, m in enumerate(msgs):
+        if m["role"] != "tool":
+            continue
+        calls = tool_calls(msgs[k - 1]["content"]) if k and msgs[k - 1]["role"] == "assistant" else []
+        if len(calls) != 1 or json.loads(m["content"]) != run_call(scenario, calls[0]):
+            raise DemonstrationError(f"{where}: message {k} is not the tool's answer to the call before it")
+    if not msgs or msgs[-1]["role"] != "assistant" or tool_calls(msgs[-1]["content"]):
+        raise DemonstrationError(f"{where}: the conversation does not end with the model's action")
+    _, m = played(scenario, msgs[-1]["content"])
+    got = {k: bool(getattr(m, k)) for k in OUTCOMES}
+    want = {k: bool(row[k]) for k in OUTCOMES}
+    if got != want:
+        diff = ", ".join(f"{k} recorded {want[k]} but replays {got[k]}" for k in OUTCOMES if got[k] != want[k])
+        raise DemonstrationError(f"{where}: the written action does not reproduce its outcome ({diff}); "
+                                 "rebuild the config with builders/build_sft.py --tools")
+
+
+def call_problems(content: str) -> list[str]:
+    """What is wrong with the tool calls written in one model turn (empty when fine)."""
+    problems = []
+    for call in tool_calls(content):
+        if call.get("error"):
+            problems.append(call["error"])
+        elif call.get("name") != TOOL_NAME:
+            problems.append(f"calls unknown tool {call.get('name')!r} (the only tool is {TOOL_NAME})")
+        elif sorted(call["arguments"]) != sorted(TOOL_ARGUMENTS):
+            problems.append(f"calls {TOOL_NAME} with arguments {sorted(call['arguments'])} "
+                            f"(it takes exactly {list(TOOL_ARGUMENTS)})")
+    return problems
