@@ -89,6 +89,17 @@ class GRPOScriptArguments(TrainScriptArguments):
     dataset_config: str | None = field(
         default="scenarios", metadata={"help": "Dataset config name (`name` of `datasets.load_dataset`)."}
     )
+    tool_env: bool = field(
+        default=False,
+        metadata={"help": "Play with the ghost_ball tool: PoolBenchEnv through TRL's environment_factory, the prompt "
+                  "with the tool's paragraph (as `poolbench eval --tools`), the reward on the final action."},
+    )
+    tool_chat_template: str | None = field(
+        default=None,
+        metadata={"help": "With tool_env: a .jinja chat template that renders tool calls (SmolLM2's own does not: "
+                  "training/templates/smollm2-chatml-tools.jinja); its Hermes <tool_call> turns are parsed with "
+                  "TRL's ChatML/Hermes response template. None: the model's template, as TRL supports it."},
+    )
 
 
 def make_parser() -> TrlParser:
@@ -170,6 +181,23 @@ def check_context(dataset, tokenizer, model_path: str, model_args: LoraModelConf
     return longest
 
 
+def use_tool_template(tokenizer, path: str | None) -> None:
+    """Give the tokenizer a chat template that renders tool calls, and the parser of its <tool_call> turns."""
+    if path is None:
+        return  # the model's own template; TRL checks it and knows its parser, or says it does not
+    from trl.chat_template_utils import qwen3_template, supports_tool_calling
+
+    if Path(path).suffix not in (".jinja", ".j2") or not Path(path).is_file():
+        raise FileNotFoundError(f"tool_chat_template {path!r} is not a .jinja file. Fix: give the template's path "
+                                "(training/templates/smollm2-chatml-tools.jinja for SmolLM2).")
+    tokenizer.chat_template = Path(path).read_text()
+    if not supports_tool_calling(tokenizer):
+        raise ValueError(f"tool_chat_template {path!r} does not render a tool call and its answer. Fix: render "
+                         "assistant tool_calls and tool messages (see training/templates/smollm2-chatml-tools.jinja).")
+    # Qwen's parser: ChatML turns with Hermes <tool_call>{json}</tool_call> blocks, the form the template writes.
+    tokenizer.response_template = qwen3_template
+
+
 # --- the run ------------------------------------------------------------------------
 
 
@@ -185,6 +213,7 @@ def make_trainer(
     """
     from trl import GRPOTrainer, get_peft_config, get_quantization_config
 
+    from poolbench_data.prefs.env import PoolBenchEnv, tool_physics_reward, tool_prompts
     from poolbench_data.prefs.reward import physics_reward
 
     if not training_args.output_dir:
@@ -209,11 +238,16 @@ def make_trainer(
     train_dataset = train_dataset.select_columns(list(REQUIRED_COLUMNS))
     if eval_dataset is not None:
         eval_dataset = eval_dataset.select_columns(list(REQUIRED_COLUMNS))
+    if script_args.tool_env:
+        train_dataset = tool_prompts(train_dataset)
+        eval_dataset = tool_prompts(eval_dataset) if eval_dataset is not None else None
 
     model_path = resolve_model_path(model_args.model_name_or_path)
     check_model_path(model_path)
     # The tokenizer (seconds) before the model: it measures the prompts against the context.
     tokenizer = load_tokenizer(model_path, model_args)
+    if script_args.tool_env:
+        use_tool_template(tokenizer, script_args.tool_chat_template)
     longest = check_context(train_dataset, tokenizer, model_path, model_args, training_args)
     apply_speed_settings(script_args, training_args, model_args)
     set_model_init_kwargs(training_args, model_args)
@@ -221,7 +255,9 @@ def make_trainer(
     logger.info("model %s, %d training boards, longest prompt %d tokens", model_path, len(train_dataset), longest)
     trainer = GRPOTrainer(
         model=model_path,
-        reward_funcs=list(reward_funcs) if reward_funcs is not None else [physics_reward],
+        reward_funcs=list(reward_funcs) if reward_funcs is not None else
+        [tool_physics_reward if script_args.tool_env else physics_reward],
+        environment_factory=PoolBenchEnv if script_args.tool_env else None,
         args=training_args,
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,

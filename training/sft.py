@@ -361,7 +361,7 @@ def check_tool_template(training_args: SFTConfig) -> None:
     if path is not None and Path(path).suffix in (".jinja", ".j2"):
         if not Path(path).is_file():
             raise FileNotFoundError(f"chat_template_path {path!r} does not exist. Fix: give the template file's "
-                                    "path (training/templates/smollm2-chatml-generation.jinja for SmolLM2).")
+                                    "path (training/templates/smollm2-chatml-tools.jinja for SmolLM2).")
         if not has_generation_markers(Path(path).read_text()):
             raise ValueError(f"chat_template_path {path!r} has no {{% generation %}} markers, so no turn would be "
                              "trained. Fix: mark the model's turns (see training/templates/).")

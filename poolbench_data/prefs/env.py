@@ -1,0 +1,96 @@
+"""PoolBench as a TRL environment: the simulator as reward for a model that
+calls the `ghost_ball` tool (the paper's section 6.3), for any TRL user on any
+model whose chat template renders tool calls.
+
+    from trl import GRPOTrainer
+    from poolbench_data.prefs.env import PoolBenchEnv, tool_physics_reward, tool_prompts
+
+    trainer = GRPOTrainer(model=..., train_dataset=tool_prompts(scenarios_train_split),
+                          environment_factory=PoolBenchEnv, reward_funcs=[tool_physics_reward], args=...)
+
+TRL creates one environment per rollout and calls `reset(**row)` with the
+dataset row: the board columns of the `scenarios` config (id, category, seed,
+cue_ball, balls) deal that board. The environment's public method
+`ghost_ball` is the tool, answering exactly as `poolbench eval --tools` does
+(geometry only, never the simulator). The reward is the physics score of the
+model's final action (0 unparseable, 1 foul, 2 legal contact, 3 legal pot):
+TRL's `get_reward()` takes no arguments and so never sees the final answer,
+so the score comes from `tool_physics_reward`, which TRL calls with the
+completions and the rollouts' environments.
+"""
+
+from __future__ import annotations
+
+import json
+from poolbench_data.core.records import Scenario
+from poolbench_data.llm.tools import TOOL_NAME, run_call, tool_calls, with_tool_note
+from poolbench_data.prefs.reward import score_completion
+
+BOARD_COLUMNS = ("id", "category", "seed", "cue_ball", "balls")
+
+
+class PoolBenchEnv:
+    """One rollout's board: `reset` deals it, `ghost_ball` is the tool. Every public method is a tool to TRL,
+    so the scoring lives outside (`tool_physics_reward`)."""
+
+    def __init__(self):
+        self.scenario: Scenario | None = None
+        self.calls: list[dict] = []
+
+    def reset(self, **row) -> None:
+        """Deal the row's board (the `scenarios` config's columns); the prompt already shows it."""
+        missing = [c for c in BOARD_COLUMNS if c not in row]
+        if missing:
+            raise ValueError(f"PoolBenchEnv.reset needs the board columns {list(BOARD_COLUMNS)}; missing {missing}. "
+                             "Fix: train on the `scenarios` config (tool_prompts keeps them).")
+        self.scenario = Scenario.from_row({c: row[c] for c in BOARD_COLUMNS})
+        self.calls = []
+        return None
+
+    def ghost_ball(self, target_ball: str, pocket: str) -> str:
+        """Ghost-ball geometry for one object ball and one pocket on this board.
+
+        Args:
+            target_ball: object ball id, '1'..'15'
+            pocket: pocket id: lb, lc, lt, rb, rc, rt
+
+        Returns:
+            JSON: the aim angle from the cue ball to the ghost ball (aimed at the pocket centre), the cut angle, the
+            balls blocking the cue ball's path and the target's path, and whether the ghost ball is free; or an error.
+        """
+        if self.scenario is None:
+            raise RuntimeError("ghost_ball called before reset: no board dealt")
+        result = run_call(self.scenario, {"name": TOOL_NAME,
+                                          "arguments": {"target_ball": target_ball, "pocket": pocket}})
+        self.calls.append({"arguments": {"target_ball": target_ball, "pocket": pocket}, "result": result})
+        return json.dumps(result)
+
+
+def final_answer(completion) -> str:
+    """The model's last turn: its action (earlier turns are tool calls, and tool answers are not the model's)."""
+    if isinstance(completion, str):
+        return completion
+    turns = [m.get("content") or "" for m in completion if m.get("role") == "assistant"]
+    return turns[-1] if turns else ""
+
+
+def tool_physics_reward(completions, environments, **kwargs) -> list[float]:
+    """For each rollout, the physics score of its final answer on its environment's board; an answer that is
+    still a tool call (the loop ran out of iterations) is not an action: 0, as unparseable."""
+    out = []
+    for completion, env in zip(completions, environments, strict=True):
+        text = final_answer(completion)
+        if env.scenario is None:
+            raise RuntimeError("tool_physics_reward got an environment that was never reset: no board to score on")
+        out.append(0.0 if tool_calls(text) else score_completion(env.scenario, text))
+    return out
+
+
+def tool_prompts(dataset):
+    """A `scenarios` split as GRPO rows: the protocol's prompt with the tool's paragraph (as `eval --tools` sends
+    it) and the board columns `reset` reads."""
+    def add_note(row):
+        return {"prompt": with_tool_note([row["prompt"]])[0]}
+
+    return dataset.select_columns(["prompt", *BOARD_COLUMNS]).map(add_note)
+

@@ -1,0 +1,144 @@
+"""PoolBench as a TRL environment (`prefs.env.PoolBenchEnv`): the tool a GRPO
+rollout calls, the reward on its final action, and two GRPO steps through
+TRL's `environment_factory` on the tiny model.
+
+The tiny random model never writes a `<tool_call>`, so its rollouts end at
+their first turn: the GRPO run proves the plumbing (a board dealt per rollout
+from the dataset row, the template and parser TRL checks, the reward from the
+environment), and the reward tests below feed the exact message shapes TRL's
+tool loop produces (a turn with structured `tool_calls`, a `tool` turn, the
+final answer).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from poolbench_data.core.records import Scenario, Shot
+from poolbench_data.llm.tools import TOOL_NOTE, run_call
+from poolbench_data.prefs.env import BOARD_COLUMNS, PoolBenchEnv, final_answer, tool_physics_reward, tool_prompts
+from poolbench_data.prefs.tool_sft import find_pot
+
+REPO = Path(__file__).resolve().parents[1]
+TEMPLATE = REPO / "training" / "templates" / "smollm2-chatml-tools.jinja"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    from poolbench_data.hub.build import build_benchmark
+
+    root = tmp_path_factory.mktemp("pbenv") / "poolbench"
+    build_benchmark(root, eval_n=1, train_n=6, train_seed=5, players=("oracle",), progress=False)
+    return root
+
+
+@pytest.fixture(scope="module")
+def boards(folder):
+    from datasets import load_dataset
+
+    return load_dataset(str(folder), "scenarios", split="train")
+
+
+def dealt(row) -> PoolBenchEnv:
+    env = PoolBenchEnv()
+    assert env.reset(**row) is None  # the prompt already shows the board
+    return env
+
+
+def test_reset_deals_the_rows_board_and_the_tool_answers_as_the_evaluator(boards):
+    for row in boards:
+        env = dealt(row)
+        s = Scenario.from_row({c: row[c] for c in BOARD_COLUMNS})
+        assert env.scenario == s
+        for ball, pocket in (("1", "rt"), ("12", "lb"), ("99", "rt"), ("1", "zz")):
+            got = json.loads(env.ghost_ball(target_ball=ball, pocket=pocket))
+            assert got == run_call(s, {"name": "ghost_ball", "arguments": {"target_ball": ball, "pocket": pocket}})
+        assert len(env.calls) == 4 and "error" in env.calls[2]["result"]
+
+
+def test_reset_without_a_board_names_the_columns():
+    with pytest.raises(ValueError, match=r"missing \['cue_ball', 'balls'\]"):
+        PoolBenchEnv().reset(id="pb1-000000", category="open", seed=1, prompt=[])
+    with pytest.raises(RuntimeError, match="before reset"):
+        PoolBenchEnv().ghost_ball("1", "rt")
+
+
+def rollout(call: dict, result: str, answer: str) -> list[dict]:
+    """A completion as TRL's tool loop leaves it: the parsed call turn, the tool's turn, the final answer."""
+    return [{"role": "assistant", "tool_calls": [{"type": "function", "function": call}]},
+            {"role": "tool", "name": "ghost_ball", "content": result},
+            {"role": "assistant", "content": answer}]
+
+
+def test_reward_is_the_physics_of_the_final_action(boards):
+    completions, envs, want = [], [], []
+    for row in boards:
+        env = dealt(row)
+        found = find_pot(env.scenario, Shot.from_row(row["oracle_shot"]))
+        if found is None:
+            continue
+        ball, pocket, answer, _, _ = found
+        call = {"name": "ghost_ball", "arguments": {"target_ball": ball, "pocket": pocket}}
+        result = env.ghost_ball(**call["arguments"])
+        completions += [rollout(call, result, answer),  # a legal pot: 3
+                        rollout(call, result, "I would pot the " + ball),  # no action: 0
+                        [{"role": "assistant", "content": answer.replace('"cue_speed": ', '"cue_speed": 0.1+')}],
+                        rollout(call, result, '<tool_call>' + json.dumps(call) + '</tool_call>')]  # still calling
+        envs += [env] * 4
+        want += [3.0, 0.0, 0.0, 0.0]
+    assert len(want) >= 8
+    assert tool_physics_reward(completions, environments=envs) == want
+
+
+def test_final_answer_is_the_last_model_turn():
+    assert final_answer([{"role": "assistant", "content": "a"}, {"role": "tool", "content": "t"},
+                         {"role": "assistant", "content": "b"}]) == "b"
+    assert final_answer("plain") == "plain" and final_answer([]) == ""
+
+
+def test_tool_prompts_are_the_evaluators_tool_conversations(boards):
+    rows = tool_prompts(boards)
+    assert set(rows.column_names) == {"prompt", *BOARD_COLUMNS}
+    for before, after in zip(boards, rows):
+        assert after["prompt"][0]["content"] == before["prompt"][0]["content"] + TOOL_NOTE
+        assert after["prompt"][1:] == before["prompt"][1:]
+
+
+@pytest.mark.slow
+def test_two_grpo_steps_through_environment_factory(folder, tmp_path):
+    pytest.importorskip("trl")
+    from test_grpo import SMOKE_RECIPE, grpo
+    from tiny_model import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny", seed=0)
+    argv = ["--config", str(SMOKE_RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(folder),
+            "--output_dir", str(tmp_path / "run"), "--dtype", "float32", "--max_completion_length", "8",
+            "--max_steps", "2", "--learning_rate", "1e-3", "--lora_r", "4", "--seed", "0", "--disable_tqdm", "true",
+            "--tool_env", "true", "--tool_chat_template", str(TEMPLATE), "--max_tool_calling_iterations", "2"]
+    result = grpo.main(argv)
+    assert result.global_step == 2 and math.isfinite(result.training_loss)
+    steps = [e for e in result.log_history if "loss" in e]
+    assert len(steps) == 2
+    # The reward column is named after the function TRL was given: the environment's physics.
+    assert all(e["rewards/tool_physics_reward/mean"] == 0.0 for e in steps)  # 8 random tokens never parse
+    assert (result.merged_dir / "config.json").is_file()
+
+
+def test_a_template_that_drops_tool_calls_is_refused(tmp_path):
+    pytest.importorskip("trl")
+    from test_grpo import grpo
+    from tiny_model import build_tokenizer
+
+    plain = tmp_path / "plain.jinja"
+    plain.write_text("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}")
+    with pytest.raises(ValueError, match="does not render a tool call"):
+        grpo.use_tool_template(build_tokenizer(), str(plain))
+    with pytest.raises(FileNotFoundError, match="tool_chat_template"):
+        grpo.use_tool_template(build_tokenizer(), str(tmp_path / "missing.jinja"))
+    tok = build_tokenizer()
+    grpo.use_tool_template(tok, str(TEMPLATE))
+    assert tok.response_template is not None

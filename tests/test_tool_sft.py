@@ -1,0 +1,254 @@
+"""Tool-use demonstrations (the `sft_tools` config) and their training contract.
+
+The rows are built by the real builder (`builders/build_sft.py --tools`) from
+boards the package generates and the Oracle plays; every check replays them
+through the tool and the simulator. Training runs real TRL on the tiny model
+with the repository's chat template (`training/templates/`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from poolbench_data.core.records import Scenario, Shot
+from poolbench_data.llm.player import conversations
+from poolbench_data.llm.tools import run_call, tool_calls, with_tool_note
+from poolbench_data.prefs.tool_sft import DemonstrationError, clear, tool_demo, tool_sft_rows, verify_tool_row
+from poolbench_data.protocol.parsing import parse_action
+
+REPO = Path(__file__).resolve().parents[1]
+TEMPLATE = REPO / "training" / "templates" / "smollm2-chatml-tools.jinja"
+RECIPE = REPO / "training" / "recipes" / "sft-tools-smollm2-135m-cpu.yaml"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"poolbench_{name.replace('/', '_')}", REPO / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    """A dataset folder with 16 train boards and the sft_tools config, built by the real builder."""
+    from poolbench_data.hub.build import build_benchmark
+
+    root = tmp_path_factory.mktemp("pbtools") / "poolbench"
+    build_benchmark(root, eval_n=1, train_n=16, train_seed=3, players=("oracle",), progress=False)
+    assert _load("builders/build_sft").main(["--dataset_dir", str(root), "--tools"]) == 0
+    return root
+
+
+@pytest.fixture(scope="module")
+def scenario_rows(folder) -> list[dict]:
+    from poolbench_data.hub.folder import read_rows
+
+    return read_rows(folder, "scenarios", "train")
+
+
+@pytest.fixture(scope="module")
+def rows(folder) -> list[dict]:
+    from datasets import load_dataset
+
+    return list(load_dataset(str(folder), "sft_tools", split="train"))
+
+
+def board(scenario_rows, scenario_id) -> Scenario:
+    return Scenario.from_row(next(s for s in scenario_rows if s["id"] == scenario_id))
+
+
+# --- the rows ------------------------------------------------------------------------
+
+
+def test_every_row_is_a_legal_pot_written_with_the_tools_aim(rows, scenario_rows):
+    assert len(rows) >= 8  # most boards have a direct pot the tool's geometry finds
+    for row in rows:
+        s = board(scenario_rows, row["scenario_id"])
+        msgs = row["messages"]
+        # The conversation the evaluator sends with --tools, then the model's turns.
+        assert [{"role": m["role"], "content": m["content"]} for m in msgs[:2]] == \
+            with_tool_note(conversations([s]))[0]
+        answered_call = tool_calls(msgs[-3]["content"])[0]["arguments"]
+        result = json.loads(msgs[-2]["content"])
+        assert clear(result) and result == run_call(s, {"name": "ghost_ball", "arguments": answered_call})
+        shot = parse_action(msgs[-1]["content"], s).shot
+        assert shot.phi == pytest.approx(result["aim_angle_deg"], abs=1e-9)
+        assert (shot.target_ball, shot.target_pocket) == (answered_call["target_ball"], answered_call["pocket"])
+        assert (row["target_ball"], row["pocket"], row["cue_speed"]) == (shot.target_ball, shot.target_pocket,
+                                                                         shot.V0)
+        assert row["clean_pot"] and row["own_potted"] and not row["foul"] and row["split"] == "train"
+        verify_tool_row(row, s)  # the simulator agrees, replayed from the stored row
+
+
+def test_mistaken_first_calls_are_shown_not_trained(scenario_rows):
+    seen = set()
+    for s_row in scenario_rows:
+        s = Scenario.from_row(s_row)
+        oracle = Shot.from_row(s_row["oracle_shot"])
+        for blocked, error in ((1.0, 0.0), (0.0, 1.0)):
+            demo = tool_demo(s, oracle, seed=0, blocked_share=blocked, error_share=error)
+            if demo is None or demo.kind == "direct":
+                continue
+            seen.add(demo.kind)
+            msgs = demo.messages()
+            first, answer, second = msgs[2], json.loads(msgs[3]["content"]), msgs[4]
+            assert first["context"] and not second["context"] and not msgs[-1]["context"]
+            assert not clear(answer)
+            assert ("error" in answer) == (demo.kind == "after_error")
+            assert clear(json.loads(msgs[5]["content"]))
+    assert seen == {"after_blocked", "after_error"}
+
+
+def test_same_seed_same_rows_and_the_seed_moves_the_mistakes(scenario_rows):
+    a = tool_sft_rows(scenario_rows, "train", seed=0)
+    assert tool_sft_rows(scenario_rows, "train", seed=0) == a
+    b = tool_sft_rows(scenario_rows, "train", seed=1)
+    assert [r["scenario_id"] for r in a] == [r["scenario_id"] for r in b]  # the pots do not depend on the seed
+    assert [r["messages"][-1] for r in a] == [r["messages"][-1] for r in b]
+
+
+def test_a_row_that_does_not_replay_is_a_build_error_naming_the_board(rows, scenario_rows):
+    row = dict(rows[0])
+    s = board(scenario_rows, row["scenario_id"])
+    action = json.loads(row["messages"][-1]["content"])
+    action["aim_angle_deg"] = (action["aim_angle_deg"] + 20.0) % 360.0
+    row["messages"] = [*row["messages"][:-1], {**row["messages"][-1], "content": json.dumps(action)}]
+    with pytest.raises(DemonstrationError, match=f"board '{row['scenario_id']}'.*does not reproduce"):
+        verify_tool_row(row, s)
+    forged = dict(rows[0])
+    tool_answer = json.loads(forged["messages"][-2]["content"])
+    tool_answer["aim_angle_deg"] += 1.0
+    forged["messages"] = [*forged["messages"][:-2], {**forged["messages"][-2], "content": json.dumps(tool_answer)},
+                          forged["messages"][-1]]
+    with pytest.raises(DemonstrationError, match="not the tool's answer"):
+        verify_tool_row(forged, s)
+
+
+def test_evaluation_boards_never_become_demonstrations(folder, scenario_rows, capsys):
+    with pytest.raises(ValueError, match="evaluation boards"):
+        tool_sft_rows(scenario_rows, "test")
+    assert _load("builders/build_sft").main(["--dataset_dir", str(folder), "--tools", "--split", "test"]) == 2
+    assert "--split test" in capsys.readouterr().err
+
+
+def test_the_card_describes_the_config(folder):
+    card = (folder / "README.md").read_text()
+    assert "config_name: sft_tools" in card and "### `sft_tools`" in card
+
+
+# --- the training contract -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sft():
+    pytest.importorskip("trl")
+    return _load("training/sft")
+
+
+def test_rows_pass_the_training_checks(sft, rows):
+    sft.check_sft_rows(rows)
+
+
+@pytest.mark.parametrize("arguments, problem", [
+    ({"target_ball": "1", "pocket": "rt", "spin": 0.5}, r"row 0: .*arguments \['pocket', 'spin', 'target_ball'\]"),
+    ({"target_ball": "1"}, r"row 0: .*it takes exactly \['target_ball', 'pocket'\]"),
+])
+def test_a_call_with_unknown_arguments_is_refused_with_its_row(sft, rows, arguments, problem):
+    bad = dict(rows[0])
+    call = {"name": "ghost_ball", "arguments": arguments}
+    bad["messages"] = [*bad["messages"][:2], {"role": "assistant", "content": f"<tool_call>{json.dumps(call)}"
+                                              "</tool_call>", "context": False}, *bad["messages"][3:]]
+    with pytest.raises(sft.SFTFormatError, match=problem):
+        sft.check_sft_rows([bad, *rows[1:]])
+
+
+def test_tool_rows_from_the_test_split_are_refused(sft, rows):
+    leak = {**rows[1], "split": "test"}
+    with pytest.raises(sft.SplitLeakError, match="row 1: split='test'"):
+        sft.check_sft_rows([rows[0], leak])
+    with pytest.raises(sft.SplitLeakError, match="row 0: scenario_id='pb0-000004'"):
+        sft.check_sft_rows([{**rows[0], "scenario_id": "pb0-000004"}])
+
+
+def test_a_conversation_ending_in_a_call_is_refused(sft, rows):
+    bad = {**rows[0], "messages": rows[0]["messages"][:-2]}
+    with pytest.raises(sft.SFTFormatError, match="the last model turn is a call"):
+        sft.check_sft_rows([bad])
+
+
+def test_template_renders_what_the_evaluator_renders(rows):
+    """The training template is the tiny model's (and SmolLM2's) ChatML, same text for every conversation that
+    starts with a system prompt, as every PoolBench conversation does; and it writes structured tool calls the
+    way the model writes them."""
+    from jinja2 import Environment
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    from tiny_model import CHATML_TEMPLATE
+
+    ours = _compile_jinja_template(TEMPLATE.read_text())
+    plain = Environment().from_string(CHATML_TEMPLATE)
+    for row in rows:
+        assert ours.render(messages=row["messages"]) == plain.render(messages=row["messages"])
+    text = row["messages"][-3]["content"]
+    call = tool_calls(text)[0]
+    structured = [{"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": call}]}]
+    as_string = [{"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}]}]
+    for msgs in (structured, as_string):
+        assert ours.render(messages=[row["messages"][0], *msgs]).endswith(f"assistant\n{text}<|im_end|>\n")
+
+
+def test_loss_is_on_the_model_turns_only(sft, rows, folder, tmp_path):
+    """The labels TRL builds with the recipe's template: the trained calls and the action, each with its end of
+    turn; never the prompt, a tool's answer or a mistaken call kept as context."""
+    from tiny_model import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny", seed=0)
+    argv = ["--config", str(RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(folder),
+            "--output_dir", str(tmp_path / "out"), "--chat_template_path", str(TEMPLATE), "--max_length", "4096"]
+    trainer, tokenizer, report = sft.make_trainer(*sft.make_parser().parse_args_and_config(args=argv))
+    assert report.kept == len(rows)
+    for i in range(len(rows)):
+        ex = trainer.train_dataset[i]
+        trained = [lab for lab in ex["labels"] if lab != -100]
+        want = "".join(m["content"] + "<|im_end|>" for m in rows[i]["messages"]
+                       if m["role"] == "assistant" and not m["context"])
+        assert tokenizer.decode(trained) == want
+
+
+def test_tool_rows_need_assistant_only_loss_and_a_marked_template(sft, folder, tmp_path):
+    base = ["--config", str(RECIPE), "--model_name_or_path", str(tmp_path), "--dataset_name", str(folder),
+            "--output_dir", str(tmp_path / "out")]
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="assistant_only_loss is false"):
+        sft.make_trainer(*sft.make_parser().parse_args_and_config(args=base + ["--assistant_only_loss", "false"]))
+    with pytest.raises(FileNotFoundError, match="chat_template_path"):
+        sft.make_trainer(*sft.make_parser().parse_args_and_config(
+            args=base + ["--chat_template_path", str(tmp_path / "none.jinja")]))
+    unmarked = tmp_path / "plain.jinja"
+    unmarked.write_text("{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    with pytest.raises(ValueError, match="no \\{% generation %\\} markers"):
+        sft.make_trainer(*sft.make_parser().parse_args_and_config(args=base + ["--chat_template_path",
+                                                                               str(unmarked)]))
+
+
+@pytest.mark.slow
+def test_tool_sft_trains_one_step(sft, folder, tmp_path):
+    import math
+
+    from tiny_model import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny", seed=0)
+    argv = ["--config", str(RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(folder),
+            "--output_dir", str(tmp_path / "out"), "--chat_template_path", str(TEMPLATE), "--max_steps", "1",
+            "--gradient_accumulation_steps", "2", "--disable_tqdm", "true"]
+    result = sft.main(argv)
+    assert result.global_step == 1 and math.isfinite(result.training_loss) and result.training_loss > 0
+    assert (result.merged_dir / "config.json").is_file()
+
