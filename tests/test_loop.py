@@ -89,3 +89,47 @@ def test_after_reuses_the_sft_models_evaluation(tmp_path):
     runner.after()
     assert (work / "after" / "llm_traces.jsonl").read_text() == "llm_traces.jsonl"
     assert (work / "after" / "summary.json").read_text() == "summary.json"
+
+
+def _tool_eval(work: Path, name: str, texts: list[str], boards, tmp_path: Path) -> None:
+    """A finished `eval --tools` folder as the tool track leaves it: the traces, the report, the tool calls."""
+    from poolbench_data.cli import main
+
+    src = _responses(tmp_path / f"{name}.jsonl", texts, boards)
+    assert main(["eval", "--backend", "replay", "--responses", str(src), "--n", str(len(boards)), "--name", name,
+                 "--out", str(work / name), "--boards", "0", "--quiet", "--baselines",
+                 _loop().TOOL_BASELINES]) == 0
+    calls = [{"scenario_id": s.id, "sample": 0, "calls": [{"arguments": {}, "result": {}}] * (i % 2)}
+             for i, s in enumerate(boards)]
+    (work / name / "tool_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls))
+
+
+@pytest.mark.slow
+def test_tool_track_json_has_the_issue_shape(tmp_path):
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.players import oracle
+    from poolbench_data.protocol.prompts import format_action
+
+    boards = generate(4)
+    actions = [format_action(oracle(s).shot, s) for s in boards]
+    work = tmp_path / "work"
+    _tool_eval(work, "sft", ["no idea"] * 4, boards, tmp_path)
+    _tool_eval(work, "grpo", actions, boards, tmp_path)
+    result = _loop().pilot_tools_result(work, tmp_path / "no-dataset")
+    assert result["n"] == 4 and result["dpo"] is None and result["free_text_sft"] is None
+    assert result["sft"]["tool_called"] == 2 and result["sft"]["parseable"] == 0
+    assert result["grpo"]["clean_pot"] == sum(json.loads(x)["clean_pot"] for x in
+                                              (work / "grpo" / "llm_traces.jsonl").read_text().splitlines())
+    assert set(result["mcnemar_p"]) == {"grpo_vs_sft"}
+    assert set(result["mcnemar_p"]["grpo_vs_sft"]) == {"clean_pot", "own_potted"}
+    assert {"random", "heuristic_centre", "heuristic_potpoint"} <= set(result)
+    assert result["heuristic_potpoint"]["legal_contact"] >= 0 and result["demonstrations_available"] is None
+
+
+def test_tool_track_arguments(capsys):
+    loop = _loop()
+    for argv, words in ((["--track", "rl"], "--track"), (["--track", "tools", "--stages", "dpo"], "--stages"),
+                        (["--track", "tools", "--grpo_steps", "0"], "--grpo_steps")):
+        assert loop.main(argv) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1, err

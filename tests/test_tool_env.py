@@ -142,3 +142,14 @@ def test_a_template_that_drops_tool_calls_is_refused(tmp_path):
     tok = build_tokenizer()
     grpo.use_tool_template(tok, str(TEMPLATE))
     assert tok.response_template is not None
+
+
+def test_tool_recipes_parse_with_known_keys():
+    pytest.importorskip("trl")
+    from test_grpo import grpo
+
+    recipe = REPO / "training" / "recipes" / "grpo-tools-smollm2-135m-cpu.yaml"
+    script, training, model = grpo.make_parser().parse_args_and_config(args=["--config", str(recipe)])
+    assert script.tool_env and (REPO / script.tool_chat_template).is_file()
+    assert training.max_tool_calling_iterations == 2 and training.num_generations == 4
+    assert training.per_device_train_batch_size % training.num_generations == 0 and not model.use_peft

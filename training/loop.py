@@ -19,6 +19,19 @@ stage whose output exists is skipped, so an interrupted loop resumes, and
   after     `poolbench eval` of the DPO model on the same test boards
   compare   before/after with exact McNemar; Random and the Heuristic on the same boards;
             writes WORK_DIR/pilot.json (and --results_json, if given)
+
+The tool track (--track tools; issue 20): the model chooses ball, pocket and
+speed and calls the ghost_ball tool for the angle.
+    .venv/bin/python training/loop.py --track tools --eval_n 200 \
+        --results_json docs/results/pilot_tools_smollm2_cpu.json
+  dataset    as above (the held-out set: --eval_n boards of seed 0)
+  sft_data   builders/build_sft.py --tools: tool-use demonstrations (config sft_tools)
+  sft        training/sft.py with --tools_sft_recipe, --sft_examples of them
+  eval_sft   `poolbench eval --tools` of the tool-SFT model (with Random and both Heuristics)
+  grpo       training/grpo.py --tool_env from the tool-SFT model, --grpo_steps steps (PoolBenchEnv)
+  eval_grpo  `poolbench eval --tools` of the GRPO model
+  free_text  `poolbench eval` of --free_text_model (a free-text SFT model), if given
+  results    the counts, exact McNemar against tool SFT; WORK_DIR/pilot_tools.json (and --results_json)
 """
 
 from __future__ import annotations
@@ -34,6 +47,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("before", "dataset", "sft_data", "sft", "scaling", "samples", "pairs", "dpo", "after", "compare")
+TOOL_STAGES = ("dataset", "sft_data", "sft", "eval_sft", "grpo", "eval_grpo", "free_text", "results")
+TRACKS = {"free_text": STAGES, "tools": TOOL_STAGES}
+TOOL_BASELINES = "oracle,heuristic-centre,heuristic,random"
 
 
 @dataclass
@@ -43,8 +59,18 @@ class LoopArguments:
     model: str = field(default="", metadata={"help": "Starting model folder or Hub id ('' = the embedded SmolLM2)."})
     sft_recipe: str = field(default="training/recipes/sft-smollm2-135m-cpu.yaml", metadata={"help": "SFT recipe."})
     dpo_recipe: str = field(default="training/recipes/smollm2-135m-cpu.yaml", metadata={"help": "DPO recipe."})
-    work_dir: str = field(default="runs/loop", metadata={"help": "Where every stage writes."})
-    stages: str = field(default=",".join(STAGES), metadata={"help": f"Comma-separated subset of {STAGES}."})
+    track: str = field(default="free_text", metadata={"help": "free_text (the paper's protocol) or tools (the "
+                                                               "model calls ghost_ball for the angle)."})
+    work_dir: str = field(default="", metadata={"help": "Where every stage writes ('' = runs/loop, runs/loop-tools)."})
+    stages: str = field(default="", metadata={"help": f"Comma-separated subset of the track's stages ('' = all): "
+                                                      f"{STAGES} or {TOOL_STAGES}."})
+    tools_sft_recipe: str = field(default="training/recipes/sft-tools-smollm2-135m-cpu.yaml",
+                                  metadata={"help": "Tool-use SFT recipe (--track tools)."})
+    grpo_recipe: str = field(default="training/recipes/grpo-tools-smollm2-135m-cpu.yaml",
+                             metadata={"help": "GRPO recipe with the tool environment (--track tools)."})
+    grpo_steps: int = field(default=4, metadata={"help": "GRPO optimizer steps (--track tools; overrides the recipe)."})
+    free_text_model: str = field(default="", metadata={"help": "A free-text SFT model to evaluate on the same boards "
+                                                                "(--track tools; '' = not evaluated)."})
     eval_n: int = field(default=50, metadata={"help": "Held-out evaluation boards (seed 0)."})
     train_n: int = field(default=400, metadata={"help": "Training boards (seed train_seed)."})
     train_seed: int = field(default=1, metadata={"help": "Base seed of the training boards (never 0)."})
@@ -75,18 +101,24 @@ class Loop:
         self.a = a
         self.py = sys.executable
         self.cli = [self.py, "-m", "poolbench_data.cli"]
-        self.work = Path(a.work_dir)
+        self.tools = a.track == "tools"
+        self.work = Path(a.work_dir or ("runs/loop-tools" if self.tools else "runs/loop"))
         self.data = self.work / "dataset" / "poolbench"
+        self.sft_recipe = a.tools_sft_recipe if self.tools else a.sft_recipe
+        self.grpo_dir = self.work / "grpo"
         self.sft_dir = self.work / "sft"
         self.dpo_dir = self.work / "dpo"
 
-    def eval(self, name: str, model: str | None, *extra: str) -> None:
+    def eval(self, name: str, model: str | None, *extra: str, tools: bool | None = None) -> None:
         out = self.work / name
         if (out / "llm_traces.jsonl").exists():
             return
         model_args = ["--model", model] if model else []
         _run(self.cli + ["eval", *model_args, "--n", str(self.a.eval_n), "--name", name, "--out", str(out),
-                         "--model_args", self.a.eval_model_args, "--quiet", *extra])
+                         "--model_args", self.a.eval_model_args, "--quiet", *extra,
+                         *(["--tools"] if (self.tools if tools is None else tools) else []),
+                         # The tool track is measured against both Heuristics (issue 20's goal: the pot-point one).
+                         *(["--baselines", TOOL_BASELINES] if self.tools else [])])
 
     def before(self):
         self.eval("before", self.a.model or None)
@@ -97,20 +129,21 @@ class Loop:
                   "--train_n", str(self.a.train_n), "--train_seed", str(self.a.train_seed), "--players", "oracle"])
 
     def sft_data(self):
-        if not (self.data / "data" / "sft").exists():
-            _run([self.py, "builders/build_sft.py", "--dataset_dir", str(self.data)])
+        config = "sft_tools" if self.tools else "sft"
+        if not (self.data / "data" / config).exists():
+            _run([self.py, "builders/build_sft.py", "--dataset_dir", str(self.data), *(["--tools"] if self.tools else [])])
 
     def sft(self):
         if (self.sft_dir / "merged").exists():
             return
         # One example per micro-batch: examples and optimizer steps convert by the accumulation.
         accumulation = int(_override(self.a.extra_sft_args, "gradient_accumulation_steps")
-                           or _recipe_value(self.a.sft_recipe, "gradient_accumulation_steps", 1))
+                           or _recipe_value(self.sft_recipe, "gradient_accumulation_steps", 1))
         extra = ["--max_steps", str(max(1, self.a.sft_examples // accumulation))] if self.a.sft_examples else []
         if self.a.sft_eval_every:
             extra += ["--save_strategy", "steps", "--save_steps", str(max(1, self.a.sft_eval_every // accumulation)),
                       "--save_total_limit", "100"]
-        _run([self.py, "training/sft.py", "--config", self.a.sft_recipe, "--dataset_name", str(self.data),
+        _run([self.py, "training/sft.py", "--config", self.sft_recipe, "--dataset_name", str(self.data),
               "--output_dir", str(self.sft_dir), "--num_train_epochs", str(self.a.sft_epochs), *extra,
               *(["--model_name_or_path", self.a.model] if self.a.model else []), *self.a.extra_sft_args.split()])
 
@@ -152,6 +185,34 @@ class Loop:
                 shutil.copy2(self.sft_dir / name, self.work / "after" / name)
             return
         self.eval("after", str((self.dpo_dir if self.a.after_model == "dpo" else self.sft_dir) / "merged"))
+
+    # --- the tool track ---
+
+    def eval_sft(self):
+        self.eval("sft", str(self.sft_dir / "merged"))
+
+    def grpo(self):
+        if not (self.grpo_dir / "merged").exists():
+            _run([self.py, "training/grpo.py", "--config", self.a.grpo_recipe, "--dataset_name", str(self.data),
+                  "--output_dir", str(self.grpo_dir), "--max_steps", str(self.a.grpo_steps), "--model_name_or_path",
+                  str(self.sft_dir / "merged")])
+
+    def eval_grpo(self):
+        self.eval("grpo", str(self.grpo_dir / "merged"))
+
+    def free_text(self):
+        if self.a.free_text_model:
+            self.eval("free_text", self.a.free_text_model, tools=False)  # the paper's protocol, as it was trained
+
+    def results(self):
+        result = pilot_tools_result(self.work, self.data)
+        result["command"] = "python training/loop.py " + shlex.join(sys.argv[1:])
+        text = json.dumps(result, indent=2, sort_keys=True) + "\n"
+        (self.work / "pilot_tools.json").write_text(text)
+        if self.a.results_json:
+            Path(self.a.results_json).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.a.results_json).write_text(text)
+        print(text)
 
     def compare(self):
         _run(self.cli + ["compare", str(self.work / "before" / "llm_traces.jsonl"),
@@ -254,6 +315,62 @@ def pilot_result(work: Path, data: Path, after_label: str) -> dict:
     }
 
 
+def mcnemar_p(base: list[dict], other: list[dict], test) -> float:
+    """Exact McNemar of `other` against `base` on the same shots (scenario, sample)."""
+    from poolbench_data.report.stats import mcnemar_exact
+
+    key = lambda r: (r["scenario_id"], r["sample"])  # noqa: E731
+    b, o = {key(r): r for r in base}, {key(r): r for r in other}
+    if set(b) != set(o):
+        raise ValueError("the two evaluations cover different shots; evaluate both with the same --n and --seed")
+    return mcnemar_exact(sum(test(b[k]) and not test(o[k]) for k in b), sum(test(o[k]) and not test(b[k]) for k in b))
+
+
+def tool_stats(folder: Path) -> dict | None:
+    """A --tools evaluation's counts: player_stats plus the shots that called the tool."""
+    traces = folder / "llm_traces.jsonl"
+    if not traces.exists():
+        return None
+    stats = player_stats(_rows(traces))
+    calls = folder / "tool_calls.jsonl"
+    if calls.exists():
+        stats["tool_called"] = sum(1 for t in _rows(calls) if t["calls"])
+    return stats
+
+
+def pilot_tools_result(work: Path, data: Path) -> dict:
+    """The tool track's numbers in the shape of docs/results/pilot_tools_smollm2_cpu.json (issue 20); a stage
+    that did not run is null, never a zero."""
+    sft = _rows(work / "sft" / "llm_traces.jsonl")
+    summary = json.loads((work / "sft" / "summary.json").read_text())["summary"]
+    baseline = {name: {m: summary[name]["overall"][m]["k"] for m in ("legal_contact", "own_potted", "clean_pot", "foul")}
+                for name in ("random", "heuristic-centre", "heuristic") if name in summary}
+    tests = {"clean_pot": lambda r: bool(r["clean_pot"]), "own_potted": lambda r: bool(r["own_potted"])}
+    p = {}
+    for name in ("dpo", "grpo"):
+        traces = work / name / "llm_traces.jsonl"
+        if traces.exists():
+            p[f"{name}_vs_sft"] = {m: mcnemar_p(sft, _rows(traces), t) for m, t in tests.items()}
+    grpo_state = work / "grpo" / "trainer_state.json"
+    return {
+        "n": len(sft),
+        "random": baseline.get("random"),
+        "heuristic_centre": baseline.get("heuristic-centre"),
+        "heuristic_potpoint": baseline.get("heuristic"),
+        "sft": tool_stats(work / "sft"),
+        "dpo": tool_stats(work / "dpo"),
+        "grpo": tool_stats(work / "grpo"),
+        "free_text_sft": tool_stats(work / "free_text"),
+        "mcnemar_p": p,
+        "demonstrations": examples_seen(work / "sft") if (work / "sft" / "trainer_state.json").exists() else 0,
+        "demonstrations_available": _config_rows(data, "sft_tools") if data.exists() else None,
+        "dpo_pairs": _trained_pairs(work / "dpo"),
+        "grpo_steps": json.loads(grpo_state.read_text())["global_step"] if grpo_state.exists() else 0,
+        "wall_minutes": round(_wall_minutes(work), 1),
+        "machine": f"{platform.machine()}, {_cores()} cores, {_mem_gib()} GiB, no GPU" if not _gpu() else _gpu(),
+    }
+
+
 def _config_rows(data: Path, config: str) -> int:
     from poolbench_data.hub.folder import read_rows
 
@@ -333,14 +450,17 @@ def main(argv=None) -> int:
     a = parse(LoopArguments, argv)
 
     def go() -> None:
-        stages = [s for s in a.stages.split(",") if s]
-        unknown = [s for s in stages if s not in STAGES]
+        if a.track not in TRACKS:
+            raise UserError(f"--track must be one of {', '.join(TRACKS)} (got {a.track!r})")
+        track = TRACKS[a.track]
+        stages = [s for s in a.stages.split(",") if s] or list(track)
+        unknown = [s for s in stages if s not in track]
         if unknown:
-            raise UserError(f"--stages: unknown stage(s) {unknown}; choose from {', '.join(STAGES)}")
+            raise UserError(f"--stages: unknown stage(s) {unknown} for --track {a.track}; choose from {', '.join(track)}")
         if a.train_seed == 0:
             raise UserError("--train_seed 0 is the evaluation set's seed; training on it would leak the test boards")
         for name, v in (("--eval_n", a.eval_n), ("--train_n", a.train_n), ("--sample_n", a.sample_n),
-                        ("--samples", a.samples)):
+                        ("--samples", a.samples), ("--grpo_steps", a.grpo_steps)):
             if v < 1:
                 raise UserError(f"{name} must be >= 1 (got {v})")
         if a.after_model not in ("dpo", "sft"):
@@ -351,7 +471,7 @@ def main(argv=None) -> int:
         loop.work.mkdir(parents=True, exist_ok=True)
         if not (loop.work / ".started").exists():  # the first run of this work_dir starts the clock
             (loop.work / ".started").touch()
-        for stage in STAGES:
+        for stage in track:
             if stage in stages:
                 getattr(loop, stage)()
 
