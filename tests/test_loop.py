@@ -133,3 +133,35 @@ def test_tool_track_arguments(capsys):
         assert loop.main(argv) == 2
         err = capsys.readouterr().err
         assert words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_relative_work_dir_is_resolved_once_from_where_the_loop_was_started(tmp_path, monkeypatch):
+    loop = _loop()
+    monkeypatch.chdir(tmp_path)
+    runner = loop.Loop(loop.LoopArguments(work_dir="w"))
+    assert runner.work == tmp_path / "w" and runner.data == tmp_path / "w" / "dataset" / "poolbench"
+    assert loop.Loop(loop.LoopArguments(track="tools")).work == tmp_path / "runs" / "loop-tools"
+
+
+def test_a_missing_recipe_or_model_is_found_before_the_first_stage(tmp_path, capsys):
+    loop = _loop()
+    work = tmp_path / "w"
+    for argv, words in ((["--sft_recipe", "training/recipes/nope.yaml"], "--sft_recipe"),
+                        (["--track", "tools", "--grpo_recipe", "nope.yaml"], "--grpo_recipe"),
+                        (["--model", str(tmp_path / "no-model")], "--model"),
+                        (["--track", "tools", "--free_text_model", "./gone"], "--free_text_model")):
+        assert loop.main([*argv, "--work_dir", str(work)]) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1, err
+        assert not work.exists()  # nothing ran
+
+
+def test_a_failing_stage_is_one_line_with_its_log(tmp_path, capsys):
+    loop = _loop()
+    work = tmp_path / "w"
+    # No dataset in the work dir: the demonstrations builder refuses, and the loop says which stage and where.
+    assert loop.main(["--work_dir", str(work), "--stages", "sft_data"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    log = work / "logs" / "sft_data.log"
+    assert err == [f"error: stage sft_data failed: build_sft.py exited with code 2; its output is in {log}"]
+    assert "--dataset_dir" in log.read_text()

@@ -91,9 +91,27 @@ class LoopArguments:
     after_model: str = field(default="dpo", metadata={"help": "What `after` evaluates: dpo (SFT + DPO) or sft."})
 
 
-def _run(cmd: list[str]) -> None:
+class StageFailed(RuntimeError):
+    """A stage's command exited non-zero: one line naming the stage, its log and its exit code."""
+
+
+def _run(cmd: list[str], log: Path | None = None) -> None:
+    """Run one stage's command from the repository root, its output shown and kept in `log`."""
     print("+ " + shlex.join(cmd), flush=True)
-    subprocess.run(cmd, cwd=ROOT, check=True)
+    if log is None:
+        code = subprocess.run(cmd, cwd=ROOT).returncode
+    else:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as f, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE,
+                                                     stderr=subprocess.STDOUT) as proc:
+            for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.flush()
+                f.write(chunk)
+            code = proc.wait()
+    if code != 0:
+        where = f"; its output is in {log}" if log is not None else ""
+        raise StageFailed(f"{Path(cmd[1]).name if len(cmd) > 1 else cmd[0]} exited with code {code}{where}")
 
 
 class Loop:
@@ -102,19 +120,28 @@ class Loop:
         self.py = sys.executable
         self.cli = [self.py, "-m", "poolbench_data.cli"]
         self.tools = a.track == "tools"
-        self.work = Path(a.work_dir or ("runs/loop-tools" if self.tools else "runs/loop"))
+        # Absolute once: the stages run from the repository root, the user may not.
+        self.work = Path(a.work_dir or ("runs/loop-tools" if self.tools else "runs/loop")).resolve()
         self.data = self.work / "dataset" / "poolbench"
         self.sft_recipe = a.tools_sft_recipe if self.tools else a.sft_recipe
         self.grpo_dir = self.work / "grpo"
+        self.stage = ""
         self.sft_dir = self.work / "sft"
         self.dpo_dir = self.work / "dpo"
+
+    def run(self, cmd: list[str]) -> None:
+        """A stage's command, its output kept in WORK_DIR/logs/<stage>.log."""
+        try:
+            _run(cmd, self.work / "logs" / f"{self.stage}.log")
+        except StageFailed as e:
+            raise StageFailed(f"stage {self.stage} failed: {e}") from None
 
     def eval(self, name: str, model: str | None, *extra: str, tools: bool | None = None) -> None:
         out = self.work / name
         if (out / "llm_traces.jsonl").exists():
             return
         model_args = ["--model", model] if model else []
-        _run(self.cli + ["eval", *model_args, "--n", str(self.a.eval_n), "--name", name, "--out", str(out),
+        self.run(self.cli + ["eval", *model_args, "--n", str(self.a.eval_n), "--name", name, "--out", str(out),
                          "--model_args", self.a.eval_model_args, "--quiet", *extra,
                          *(["--tools"] if (self.tools if tools is None else tools) else []),
                          # The tool track is measured against both Heuristics (issue 20's goal: the pot-point one).
@@ -125,13 +152,13 @@ class Loop:
 
     def dataset(self):
         if not (self.data / "README.md").exists():
-            _run([self.py, "builders/build_dataset.py", "--output_dir", str(self.data), "--eval_n", str(self.a.eval_n),
+            self.run([self.py, "builders/build_dataset.py", "--output_dir", str(self.data), "--eval_n", str(self.a.eval_n),
                   "--train_n", str(self.a.train_n), "--train_seed", str(self.a.train_seed), "--players", "oracle"])
 
     def sft_data(self):
         config = "sft_tools" if self.tools else "sft"
         if not (self.data / "data" / config).exists():
-            _run([self.py, "builders/build_sft.py", "--dataset_dir", str(self.data), *(["--tools"] if self.tools else [])])
+            self.run([self.py, "builders/build_sft.py", "--dataset_dir", str(self.data), *(["--tools"] if self.tools else [])])
 
     def sft(self):
         if (self.sft_dir / "merged").exists():
@@ -143,7 +170,7 @@ class Loop:
         if self.a.sft_eval_every:
             extra += ["--save_strategy", "steps", "--save_steps", str(max(1, self.a.sft_eval_every // accumulation)),
                       "--save_total_limit", "100"]
-        _run([self.py, "training/sft.py", "--config", self.sft_recipe, "--dataset_name", str(self.data),
+        self.run([self.py, "training/sft.py", "--config", self.sft_recipe, "--dataset_name", str(self.data),
               "--output_dir", str(self.sft_dir), "--num_train_epochs", str(self.a.sft_epochs), *extra,
               *(["--model_name_or_path", self.a.model] if self.a.model else []), *self.a.extra_sft_args.split()])
 
@@ -159,7 +186,7 @@ class Loop:
         out = self.work / "samples"
         if (out / "llm_traces.jsonl").exists():
             return
-        _run(self.cli + ["eval", "--model", str(self.sft_dir / "merged"), "--n", str(self.a.sample_n), "--seed",
+        self.run(self.cli + ["eval", "--model", str(self.sft_dir / "merged"), "--n", str(self.a.sample_n), "--seed",
                          str(self.a.train_seed), "--samples", str(self.a.samples), "--temperature",
                          str(self.a.temperature), "--name", "policy", "--split", "train", "--model_args",
                          self.a.eval_model_args, "--dataset_dir",
@@ -167,11 +194,11 @@ class Loop:
 
     def pairs(self):
         if not (self.data / "data" / "pairs").exists():
-            _run([self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data)])
+            self.run([self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data)])
 
     def dpo(self):
         if not (self.dpo_dir / "merged").exists():
-            _run([self.py, "training/dpo.py", "--config", self.a.dpo_recipe, "--dataset_name", str(self.data),
+            self.run([self.py, "training/dpo.py", "--config", self.a.dpo_recipe, "--dataset_name", str(self.data),
                   "--output_dir", str(self.dpo_dir), "--max_steps", str(self.a.dpo_steps), "--model_name_or_path",
                   str(self.sft_dir / "merged"), *self.a.extra_dpo_args.split()])
 
@@ -193,7 +220,7 @@ class Loop:
 
     def grpo(self):
         if not (self.grpo_dir / "merged").exists():
-            _run([self.py, "training/grpo.py", "--config", self.a.grpo_recipe, "--dataset_name", str(self.data),
+            self.run([self.py, "training/grpo.py", "--config", self.a.grpo_recipe, "--dataset_name", str(self.data),
                   "--output_dir", str(self.grpo_dir), "--max_steps", str(self.a.grpo_steps), "--model_name_or_path",
                   str(self.sft_dir / "merged")])
 
@@ -215,7 +242,7 @@ class Loop:
         print(text)
 
     def compare(self):
-        _run(self.cli + ["compare", str(self.work / "before" / "llm_traces.jsonl"),
+        self.run(self.cli + ["compare", str(self.work / "before" / "llm_traces.jsonl"),
                          str(self.work / "after" / "llm_traces.jsonl"), "--out", str(self.work / "comparison.txt")])
         result = pilot_result(self.work, self.data, "SFT + DPO" if self.a.after_model == "dpo" else "SFT only")
         result["command"] = "python training/loop.py " + shlex.join(sys.argv[1:])
@@ -443,6 +470,26 @@ def _gpu() -> str:
     return out.stdout.strip().replace("\n", ", ") if out.returncode == 0 else ""
 
 
+def check_inputs(loop: Loop, stages: list[str]) -> None:
+    """Every file a chosen stage will read, before the first stage runs: its recipe, the models named by path
+    (made absolute: the stages run from the repository root)."""
+    from poolbench_data.cli.args import UserError
+
+    a = loop.a
+    recipes = {"sft": "tools_sft_recipe" if loop.tools else "sft_recipe", "dpo": "dpo_recipe", "grpo": "grpo_recipe"}
+    for name in (recipes[stage] for stage in stages if stage in recipes):
+        if not (ROOT / getattr(a, name)).is_file():
+            raise UserError(f"--{name} {getattr(a, name)}: no such recipe (paths are from the repository root, "
+                            f"{ROOT}); pick one in training/recipes/")
+    for name in ("model", "free_text_model"):
+        path = getattr(a, name)
+        if path and Path(path).expanduser().exists():
+            setattr(a, name, str(Path(path).expanduser().resolve()))  # the stages run from the repository root
+        elif path and (path.startswith((".", "/", "~")) or path.count("/") != 1):
+            raise UserError(f"--{name} {path}: no such model folder; give a local model folder or a Hub id "
+                            "(owner/name)")
+
+
 def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     from poolbench_data.cli.args import UserError, parse, run_main
@@ -468,12 +515,18 @@ def main(argv=None) -> int:
         if a.sample_n > a.train_n:
             raise UserError(f"--sample_n {a.sample_n} exceeds --train_n {a.train_n}; sample on the train boards")
         loop = Loop(a)
+        check_inputs(loop, stages)
         loop.work.mkdir(parents=True, exist_ok=True)
         if not (loop.work / ".started").exists():  # the first run of this work_dir starts the clock
             (loop.work / ".started").touch()
         for stage in track:
             if stage in stages:
-                getattr(loop, stage)()
+                loop.stage = stage
+                try:
+                    getattr(loop, stage)()
+                except StageFailed as e:
+                    print(f"error: {e}", file=sys.stderr)
+                    return 1
 
     return run_main(go)
 
