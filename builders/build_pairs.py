@@ -29,9 +29,14 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.cli.args import UserError
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
-    from poolbench_data.prefs.pairs import build_pairs
+    from poolbench_data.prefs.pairs import SOURCES, build_pairs
     from poolbench_data.report.provenance import provenance
 
+    sources = [s for s in args.sources.split(",") if s.strip()]
+    unknown = [s for s in sources if s not in SOURCES]
+    if not sources or unknown:
+        raise UserError(f"--sources {args.sources!r}: " + (f"unknown source(s) {unknown}" if unknown else "no source")
+                        + f"; give one or more of {','.join(SOURCES)}")
     if args.split == "test":
         raise UserError("--split test: pairs from the test split would train on the evaluation boards; "
                         "use --split train")
@@ -41,8 +46,12 @@ def build(args: ScriptArguments) -> None:
     if not any(t["player_kind"] == "llm" for t in traces):
         raise UserError(f"no LLM traces in {folder} split {args.split!r}; run `poolbench eval --split "
                         f"{args.split} --dataset_dir {folder}` with the split's --seed and --n first")
-    sources = [s for s in args.sources.split(",") if s]
     pairs = build_pairs(scenarios, traces, sources)
+    if not pairs:
+        # An empty config would replace the last one and train on nothing.
+        raise UserError(f"no pairs from {len(scenarios)} scenarios with sources {sources} (every board's answers "
+                        f"scored the same); {folder} is unchanged. Sample more answers a board (--samples) at a "
+                        "higher --temperature, or add the oracle-vs-llm source")
     counts = write_config(folder, "pairs", {args.split: pairs}, "pairs",
                           provenance(split=args.split, sources=sources))
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}

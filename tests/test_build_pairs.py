@@ -61,7 +61,24 @@ def test_bad_pair_builds_are_refused(folder, tmp_path, capsys):
         assert words in err and len(err.strip().splitlines()) == 1, err
 
     refused(["--dataset_dir", str(folder), "--split", "test"], "evaluation boards")
+    refused(["--dataset_dir", str(tmp_path / "never-read"), "--sources", ","], "--sources ',': no source")
+    refused(["--dataset_dir", str(tmp_path / "never-read"), "--sources", "on-policy,best"], "unknown source(s) ['best']")
     refused(["--dataset_dir", str(tmp_path)], "not a dataset folder")
     bare = tmp_path / "bare"
     build_benchmark(bare, eval_n=1, train_n=1, train_seed=2, players=("oracle",), progress=False)
     refused(["--dataset_dir", str(bare)], "run `poolbench eval --split train")
+
+
+def test_a_build_with_no_pairs_keeps_the_folder_unchanged(tmp_path, capsys):
+    root = tmp_path / "poolbench"
+    build_benchmark(root, eval_n=1, train_n=2, train_seed=2, players=("oracle",), progress=False)
+    scen = read_rows(root, "scenarios", "train")
+    settings = EvalSettings(model="toy", backend="replay", samples=1)  # one answer a board: nothing to compare
+    recs, _ = evaluate_model([Scenario.from_row(r) for r in scen], ReplayBackend([["no idea"] for _ in scen]),
+                             settings, player="toy", progress=False)
+    replace_rows(root, "traces", "train", llm_trace_rows(recs, {}, settings), drop=lambda r: False)
+    before = sorted(p.name for p in (root / "data").iterdir())
+    assert build_pairs.main(["--dataset_dir", str(root), "--sources", "on-policy"]) == 2
+    err = capsys.readouterr().err
+    assert "no pairs from 2 scenarios" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in (root / "data").iterdir()) == before and "pairs" not in before
