@@ -354,3 +354,44 @@ def test_prompt_tokens_are_counted_as_the_engine_counts_them(engine):
     convs = conversations(generate(2), 1)
     result = engine.generate(convs, max_tokens=1)
     assert result.usage["prompt_tokens"] == sum(prompt_tokens(load_tokenizer(engine.model), convs))
+
+
+class _KeyedHandler(_Handler):
+    """A server that lists its models only for the right key, as a bare JSON list."""
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.server.seen.append((self.path, self.headers.get("Authorization")))
+        if self.headers.get("Authorization") != "Bearer sekret":
+            self._send(401, {"error": {"message": "no key"}})
+        else:
+            data = json.dumps([{"id": self.server.model}]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+
+def test_the_pre_check_sends_the_key_and_reads_a_bare_list(monkeypatch, capsys):
+    from poolbench_data.llm.openai_backend import check_server
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _KeyedHandler)
+    server.daemon_threads = True
+    server.mode, server.model, server.release, server.seen = "reject", "m", threading.Event(), []
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        with pytest.raises(PermissionError, match="refused the API key"):
+            check_server(url, timeout=2.0)
+        monkeypatch.setenv("OPENAI_API_KEY", "sekret")
+        assert check_server(url, timeout=2.0) == ["m"]
+        # Through the CLI: the key passes the pre-check, and the run stops at the model the server lacks.
+        assert main(["eval", "--backend", "openai", "--base_url", url, "--model", "nope", "--n", "1"]) == 2
+        err = capsys.readouterr().err
+        assert "'nope' is not served" in err and "API key" not in err, err
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

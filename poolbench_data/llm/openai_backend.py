@@ -75,9 +75,11 @@ def _start_hint(base_url: str) -> str:
 
 def check_server(base_url: str, timeout: float = 5.0, api_key: str | None = None) -> list[str]:
     """Fail fast, before any work, if the server is not up; return its model ids.
+    The probe carries the key every request will (`api_key`, else OPENAI_API_KEY),
+    so a server that requires one is not refused for lacking it.
     Messages name the URL with its credentials masked (`redact`)."""
     try:
-        return _models(base_url, timeout, api_key)
+        return _models(base_url, timeout, api_key or os.environ.get("OPENAI_API_KEY"))
     except (ServerUnavailableError, PermissionError) as exc:
         raise type(exc)(redact(str(exc))) from None
 
@@ -108,7 +110,9 @@ def _models(base_url: str, timeout: float, api_key: str | None) -> list[str]:
         raise ServerUnavailableError(
             f"server at {base_url} is not up: {type(exc).__name__}: {reason}; {_start_hint(base_url)}"
         ) from exc
-    return [m.get("id", "") for m in body.get("data", []) if isinstance(m, dict)]
+    # OpenAI's shape is {"data": [{"id": ...}]}; some servers answer the bare list.
+    listed = body.get("data", []) if isinstance(body, dict) else body if isinstance(body, list) else []
+    return [m.get("id", "") for m in listed if isinstance(m, dict)]
 
 
 def _classify(exc: BaseException) -> tuple[str, bool]:
