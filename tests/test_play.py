@@ -77,3 +77,70 @@ def test_a_person_plays_two_boards_at_a_terminal(tmp_path):
     assert rows[1]["action"] is None and rows[1]["foul"]  # skipped: no shot, a foul
     report = (out / "report.txt").read_text()
     assert "human" in report and "oracle" in report and "random" in report
+
+
+def _default_sigint() -> None:
+    # A job started in the background of a non-interactive shell (CI's runner) inherits SIGINT ignored, and
+    # Python then never raises KeyboardInterrupt; a person's terminal delivers it.
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _play(out: Path, n: int):
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "play", "--n", str(n), "--brief", "--out",
+                             str(out)], stdin=slave, stdout=slave, stderr=slave, cwd=REPO, close_fds=True,
+                            preexec_fn=_default_sigint)
+    os.close(slave)
+    return proc, Terminal(master), master
+
+
+@pytest.mark.slow
+def test_an_interrupt_keeps_every_answer_and_the_same_command_resumes(tmp_path):
+    import signal
+
+    boards = generate(3)
+    out = tmp_path / "h"
+    proc, term, master = _play(out, 3)
+    try:
+        term.expect(PROMPT)
+        term.type(format_action(oracle(boards[0]).shot, boards[0]))
+        assert b"board 2/3" in term.expect(PROMPT)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C at the second board
+        term.expect(b"report, heatmap")
+        assert proc.wait(timeout=300) == 0
+    finally:
+        proc.kill()
+        os.close(master)
+    answers = [json.loads(x) for x in (out / "responses.jsonl").read_text().splitlines()]
+    assert [a["scenario_id"] for a in answers] == ["pb0-000000"]
+    proc, term, master = _play(out, 3)
+    try:
+        shown = term.expect(PROMPT)
+        assert b"resuming: 1 of 3 boards already answered" in shown and b"board 2/3" in shown
+        term.type("skip")
+        term.expect(PROMPT)
+        term.type("skip")
+        term.expect(b"report, heatmap")
+        assert proc.wait(timeout=300) == 0
+    finally:
+        proc.kill()
+        os.close(master)
+    rows = [json.loads(x) for x in (out / "llm_traces.jsonl").read_text().splitlines()]
+    assert [r["scenario_id"] for r in rows] == [b.id for b in boards] and rows[0]["clean_pot"]
+
+
+def test_out_must_be_a_folder_for_this_session(tmp_path, capsys):
+    from poolbench_data.cli import main
+
+    taken = tmp_path / "file"
+    taken.write_text("x")
+    assert main(["play", "--out", str(taken), "--n", "1"]) == 2
+    assert "--out" in capsys.readouterr().err
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "responses.jsonl").write_text(json.dumps({"player": "human", "scenario_id": "pb7-000000"}) + "\n")
+    assert main(["play", "--out", str(other), "--n", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "other boards" in err and len(err.strip().splitlines()) == 1

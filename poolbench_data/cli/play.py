@@ -51,29 +51,59 @@ def run(args) -> int:
     if args.name in BASELINES:
         raise UserError(f"--name {args.name} is a baseline's name; pass --name something-else")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {args.out} is a file; give a folder for the boards, answers and report")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"--out {args.out}: cannot create the folder ({e.strerror}); give a folder you can write to")
+    boards = generate(args.n, args.seed)
+    responses = out / "responses.jsonl"
+    # Each answer is appended as it is given, so an interrupt loses nothing and the same command resumes.
+    rows = [json.loads(x) for x in responses.read_text().splitlines() if x.strip()] if responses.exists() else []
+    ids = {s.id for s in boards}
+    foreign = [r["scenario_id"] for r in rows if r.get("scenario_id") not in ids or r.get("player") != args.name]
+    if foreign:
+        raise UserError(f"--out {args.out} holds answers to other boards or by another player ({foreign[0]!r}, ...); "
+                        "give another --out, or the --n, --seed and --name of that session to resume it")
+    done = {r["scenario_id"] for r in rows}
+    if done:
+        print(f"resuming: {len(done)} of {args.n} boards already answered in {responses}")
     if not args.brief:
         print(SYSTEM_PROMPT, end="\n\n")
-    rows = []
-    for i, s in enumerate(generate(args.n, args.seed)):
-        png = render_board(s, [(args.name, None, "your shot")], out / f"board_{s.id}.png")
-        print(f"--- board {i + 1}/{args.n}: {s.id} ({s.category}); picture: {png}\n{user_prompt(s)}")
-        try:
-            text = ask(s)
-        except EOFError:  # the person stopped: score the boards played so far
-            print()
-            break
-        if text:
-            m = score(simulate(s, parse_action(text, s).shot))
-            print(f"  -> {'legal contact' if m.legal_contact else 'no legal contact'}"
-                  f"{', own ball potted' if m.own_potted else ''}{', foul: ' + ','.join(m.foul_reasons) if m.foul else ''}")
-        rows.append({"player": args.name, "player_kind": "llm", "scenario_id": s.id, "sample": 0,
-                     "raw_response": text, "temperature": None})
+    with open(responses, "a") as f:
+        for i, s in enumerate(boards):
+            if s.id in done:
+                continue
+            png = render_board(s, [(args.name, None, "your shot")], out / f"board_{s.id}.png")
+            print(f"--- board {i + 1}/{args.n}: {s.id} ({s.category}); picture: {png}\n{user_prompt(s)}")
+            try:
+                text = ask(s)
+            except (EOFError, KeyboardInterrupt):  # the person stopped: score the boards played so far
+                print()
+                break
+            if text:
+                m = score(simulate(s, parse_action(text, s).shot))
+                print(f"  -> {'legal contact' if m.legal_contact else 'no legal contact'}"
+                      f"{', own ball potted' if m.own_potted else ''}"
+                      f"{', foul: ' + ','.join(m.foul_reasons) if m.foul else ''}")
+            row = {"player": args.name, "player_kind": "llm", "scenario_id": s.id, "sample": 0,
+                   "raw_response": text, "temperature": None}
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            rows.append(row)
     if not rows:
         print("no board played; nothing to score", file=sys.stderr)
         return 1
-    responses = out / "responses.jsonl"
-    responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # In board order, the boards answered so far (the replay backend reads the first len(rows) boards).
+    order = {s.id: k for k, s in enumerate(boards)}
+    rows.sort(key=lambda r: order[r["scenario_id"]])
+    played = [s.id for s in boards[:len(rows)]]
+    if [r["scenario_id"] for r in rows] != played:
+        print(f"answers cover boards out of order; play on to board {len(rows)} before scoring", file=sys.stderr)
+        return 1
+    scored = out / "responses_scored.jsonl"
+    scored.write_text("".join(json.dumps(r) + "\n" for r in rows))
     # Scored like any model: the replay backend, the same report and traces.
-    return main(["eval", "--backend", "replay", "--responses", str(responses), "--name", args.name,
+    return main(["eval", "--backend", "replay", "--responses", str(scored), "--name", args.name,
                  "--n", str(len(rows)), "--seed", str(args.seed), "--out", str(out), "--boards", "0", "--quiet"])
