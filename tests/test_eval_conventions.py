@@ -100,3 +100,17 @@ def test_rounding_ablation_reports_each_setting_and_ten_decimals_change_nothing(
     assert table["exact"]["clean_pot"]["n"] == 4
     assert main(["rounding", "--decimals", "one"]) == 2
     assert "--decimals 'one': write integers" in capsys.readouterr().err
+
+
+def test_output_path_alone_puts_the_whole_run_there(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the old default, results/eval, would land here
+    boards = generate(2)
+    responses = tmp_path / "stored.jsonl"
+    responses.write_text("".join(json.dumps({"player": "m", "player_kind": "llm", "scenario_id": s.id, "sample": 0,
+                                             "raw_response": "no idea", "temperature": 0.2}) + "\n" for s in boards))
+    for target, folder in (("runs/a", "runs/a"), ("runs/b/results.json", "runs/b")):
+        assert main(["eval", "--backend", "replay", "--responses", str(responses), "--name", "m", "--n", "2",
+                     "--baselines", "random", "--output_path", target, "--boards", "0", "--quiet"]) == 0
+        assert {"report.txt", "llm_traces.jsonl", "summary.json"} <= {p.name for p in (tmp_path / folder).iterdir()}
+    assert (tmp_path / "runs/a/results_m.json").is_file() and (tmp_path / "runs/b/results.json").is_file()
+    assert not (tmp_path / "results").exists()

@@ -51,7 +51,8 @@ def add_arguments(p) -> None:
                         "k=v,k=v (e.g. dtype=float32,enforce_eager=True,tensor_parallel_size=2); recorded in results")
     p.add_argument("--max_model_len", type=int, default=4096,
                    help="context length (the vLLM engine's); every prompt plus --max_tokens must fit in it")
-    p.add_argument("--out", default="results/eval", help="report folder")
+    p.add_argument("--out", default=None, help="report folder (default: --output_path's folder if given, else "
+                                                "results/eval)")
     p.add_argument("--boards", type=int, default=3, help="board PNGs to draw (one per category)")
     p.add_argument("--dataset_dir", default="", help="append the LLM traces to this dataset folder's traces config")
     p.add_argument("--split", default="test", help="dataset split of these scenarios (with --dataset_dir)")
@@ -111,6 +112,17 @@ def _check_sampling(args) -> None:
     limit = os.environ.get("VLLM_MAX_N_SEQUENCES", "16384")
     if limit.isdigit() and args.samples > int(limit):
         raise UserError(f"--samples must be at most {limit} (vLLM's VLLM_MAX_N_SEQUENCES; got {args.samples})")
+
+
+def report_folder(args) -> Path:
+    """--out; without it, the folder of --output_path (so one flag puts the whole run in one place, and a
+    second run never overwrites the first's report in results/eval), else results/eval."""
+    if args.out:
+        return Path(args.out)
+    if args.output_path:
+        path = Path(args.output_path)
+        return path.parent if path.suffix == ".json" else path
+    return Path("results/eval")
 
 
 def _check_name(args, name: str, baselines: list[str]) -> None:
@@ -211,7 +223,7 @@ def run(args) -> int:
     scenarios = eval_outputs.select(args, generate(args.n, args.seed))
     targets = eval_outputs.paths(args, name)
     _check_context(args, model, scenarios)
-    out = Path(args.out)
+    out = report_folder(args)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     runs = list(run_baselines(scenarios, baselines, workers=default_workers(), label=False, total=len(scenarios),
