@@ -6,9 +6,11 @@ on sys.path and imports this module as `common`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -387,11 +389,36 @@ def train_and_save(
     )
 
 
+@contextlib.contextmanager
+def usage_errors():
+    """Mistakes found while checking a run before it trains (recipe, data, model path, lengths): marked, so
+    the command line prints them in one message and exits 2 (`command_line`). Errors during training are not
+    marked and keep their traceback."""
+    try:
+        yield
+    except (ValueError, OSError, KeyError) as exc:
+        exc.poolbench_usage = True
+        raise
+
+
+def command_line(main) -> int:
+    """`python training/<script>.py`: a marked mistake is `error: ...` and exit 2, no traceback."""
+    try:
+        main()
+    except Exception as exc:  # noqa: BLE001 - re-raised unless marked
+        if not getattr(exc, "poolbench_usage", False):
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def run_script(parser, train, argv=None, **extra):
     """Every script's main: parse (YAML recipe + flags), seed, then train."""
     from transformers import set_seed
 
-    script_args, training_args, model_args = parser.parse_args_and_config(args=argv)
+    with usage_errors():
+        script_args, training_args, model_args = parser.parse_args_and_config(args=argv)
     # Before anything random: dataset shuffling, LoRA init, dropout, sampling.
     set_seed(training_args.seed)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")

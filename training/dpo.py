@@ -47,6 +47,8 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    command_line,
+    usage_errors,
     refuse_eval_split,
     default_test_id_prefix,
     apply_speed_settings,
@@ -82,13 +84,24 @@ def make_parser() -> TrlParser:
 
 
 def train(script_args: DPOScriptArguments, training_args: DPOConfig, model_args: LoraModelConfig) -> DPORunResult:
+    with usage_errors():
+        trainer, tokenizer, setup = make_trainer(script_args, training_args, model_args)
+    return train_and_save(
+        trainer, tokenizer, Path(training_args.output_dir), script_args.save_merged, setup["resume_from"],
+        merged_dtype=script_args.merged_dtype,
+        extra_metrics={"trainer_setup_seconds": setup["seconds"], "train_pairs": setup["kept"],
+                       "precompute_ref_log_probs": bool(training_args.precompute_ref_log_probs)},
+    )
+
+
+def make_trainer(script_args: DPOScriptArguments, training_args: DPOConfig, model_args: LoraModelConfig):
+    """Everything up to a ready DPOTrainer, checks first: (trainer, tokenizer, {resume_from, seconds, kept})."""
     from trl import DPOTrainer, get_peft_config, get_quantization_config
 
     from poolbench_data.prefs.check import SplitLeakError, check_pairs
 
     if not training_args.output_dir:
         raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")
-    output_dir = Path(training_args.output_dir)
 
     refuse_eval_split(script_args.dataset_train_split, SplitLeakError)
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
@@ -136,11 +149,7 @@ def train(script_args: DPOScriptArguments, training_args: DPOConfig, model_args:
             training_args.max_length,
         )
 
-    return train_and_save(
-        trainer, tokenizer, output_dir, script_args.save_merged, resume_from, merged_dtype=script_args.merged_dtype,
-        extra_metrics={"trainer_setup_seconds": setup_seconds, "train_pairs": kept,
-                       "precompute_ref_log_probs": bool(training_args.precompute_ref_log_probs)},
-    )
+    return trainer, tokenizer, {"resume_from": resume_from, "seconds": setup_seconds, "kept": kept}
 
 
 def main(argv: list[str] | None = None) -> DPORunResult:
@@ -148,4 +157,4 @@ def main(argv: list[str] | None = None) -> DPORunResult:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(command_line(main))

@@ -53,6 +53,8 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    command_line,
+    usage_errors,
     refuse_eval_split,
     default_test_id_prefix,
     apply_speed_settings,
@@ -274,7 +276,8 @@ def train(
     model_args: LoraModelConfig,
     reward_funcs: Sequence[Callable] | None = None,
 ) -> RunResult:
-    trainer, tokenizer = make_trainer(script_args, training_args, model_args, reward_funcs)
+    with usage_errors():
+        trainer, tokenizer = make_trainer(script_args, training_args, model_args, reward_funcs)
     resume_from = find_resume_checkpoint(training_args, script_args.resume)
     if resume_from:
         logger.info("resuming from %s", resume_from)
@@ -286,4 +289,4 @@ def main(argv: list[str] | None = None, reward_funcs: Sequence[Callable] | None 
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(command_line(main))

@@ -61,6 +61,8 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 from common import (  # noqa: E402
+    command_line,
+    usage_errors,
     refuse_eval_split,
     DEFAULT_TEST_ID_PREFIX,
     default_test_id_prefix,
@@ -437,7 +439,8 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
 
 
 def train(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: LoraModelConfig) -> SFTRunResult:
-    trainer, tokenizer, report = make_trainer(script_args, training_args, model_args)
+    with usage_errors():
+        trainer, tokenizer, report = make_trainer(script_args, training_args, model_args)
     resume_from = find_resume_checkpoint(training_args, script_args.resume)
     if resume_from:
         logger.info("resuming from %s", resume_from)
@@ -453,4 +456,4 @@ def main(argv: list[str] | None = None) -> SFTRunResult:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(command_line(main))
