@@ -69,3 +69,24 @@ def test_executor_mistakes_are_named_before_any_work():
         check_executor("local", "auto")
     with pytest.raises(ValueError, match="--executor"):
         run_baselines([], DEFAULT_BASELINES, executor="spark")
+
+
+def test_an_address_where_no_head_answers_is_one_line_within_seconds(tmp_path, capsys):
+    import socket
+    import time
+
+    from poolbench_data.cli import main
+
+    with socket.socket() as s:  # a port nothing listens on: bind, never listen
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+            started = time.monotonic()
+            with pytest.raises(ValueError, match=f"no Ray head answers at 127.0.0.1:{port}"):
+                check_executor("ray", address)
+            assert time.monotonic() - started < 10
+        with pytest.raises(ValueError, match="is not host:port"):
+            check_executor("ray", "localhost")
+        assert main(["baseline", "--n", "2", "--executor", "ray", "--ray_address", f"127.0.0.1:{port}"]) == 2
+        err = capsys.readouterr().err
+        assert "no Ray head answers" in err and len(err.strip().splitlines()) == 1

@@ -145,7 +145,33 @@ def check_executor(executor: str, address: str | None = None) -> str:
         raise ValueError(f"--ray_address {address!r} needs --executor ray")
     if executor == "ray":
         _import_ray()
+        if address and address != "auto":
+            probe_ray_address(address)
     return executor
+
+
+RAY_CONNECT_S = 5.0  # Ray itself retries an absent head for minutes
+
+
+def probe_ray_address(address: str, timeout: float = RAY_CONNECT_S) -> None:
+    """A TCP connection to the head's host:port (GCS or ray:// client), within `timeout`; else one clear error."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"//{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    if not host or not port:
+        raise ValueError(f"--ray_address {address!r} is not host:port (or ray://host:port, or auto)")
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
+        raise ValueError(f"--ray_address {address}: no Ray head answers at {host}:{port} ({reason} within "
+                         f"{timeout:.0f} s); start one with `ray start --head` and pass the address it prints, "
+                         "or use --executor local") from None
 
 
 def imap(fn, items: Iterable, workers: int, executor: str = "local", address: str | None = None) -> Iterator:
