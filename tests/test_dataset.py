@@ -13,7 +13,7 @@ from poolbench_data.hub import build as build_mod
 from poolbench_data.hub.build import build_benchmark
 from poolbench_data.hub.features import features
 from poolbench_data.hub.folder import check_config, layout
-from poolbench_data.hub.push import local_files, plan_operations, push
+from poolbench_data.hub.push import PushFailed, local_files, plan_operations, push
 
 PLAYERS = ("oracle", "heuristic-centre", "random")
 
@@ -146,10 +146,16 @@ def test_dry_run_offline_assumes_empty_repo_and_real_push_fails_fast(built, caps
     lines = push(root, "someone/poolbench", dry_run=True)
     assert sorted(line.split()[1] for line in lines) == local_files(root)
     assert "assuming an empty repo" in capsys.readouterr().out
-    # A real push fails at its first Hub call (creating the repo), at once, instead of retrying.
-    with pytest.raises(OfflineModeIsEnabled, match=r"Cannot reach https://huggingface\.co/api/repos/create: "
-                                                   r"offline mode is enabled"):
+    # A real push fails at its first Hub call (creating the repo), at once, instead of retrying: one error naming
+    # the repo, the cause and the kept folder.
+    with pytest.raises(PushFailed, match=r"push to dataset someone/poolbench failed \(OfflineModeIsEnabled: Cannot "
+                                         r"reach https://huggingface\.co/api/repos/create: offline mode is enabled"
+                                         r".*\).*folder .* is kept") as failed:
         push(root, "someone/poolbench", token="hf_fake")
+    assert isinstance(failed.value.__cause__, OfflineModeIsEnabled)
+    for bad in ("poolbench", "a/b/c", "bad name/x"):
+        with pytest.raises(ValueError, match="--repo_id"):
+            push(root, bad, dry_run=True)
     # A folder that is not a built dataset is refused by our own check, before any Hub call.
     with pytest.raises(FileNotFoundError, match=r"is not a built dataset folder \(no README\.md\); build it first"):
         push(root / "data", "someone/poolbench", token="hf_fake")
@@ -228,3 +234,16 @@ def test_builder_script_runs_with_dataclass_arguments(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "dry run: one commit" in printed and "add    README.md" in printed
     assert layout(out)["scenarios"] == {"test": ["data/scenarios/test-00000.parquet"]}
+
+
+def test_a_bad_repo_id_is_refused_before_the_build(tmp_path, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bd", Path(__file__).parents[1] / "builders" / "build_dataset.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their annotations through it
+    spec.loader.exec_module(module)
+    out = tmp_path / "never"
+    assert module.main(["--output_dir", str(out), "--push_to_hub", "--repo_id", "no-owner", "--dry_run"]) == 2
+    err = capsys.readouterr().err
+    assert "--repo_id 'no-owner'" in err and len(err.strip().splitlines()) == 1 and not out.exists()

@@ -29,9 +29,32 @@ class PushArguments:
     dry_run: bool = field(default=False, metadata={"help": "With --push_to_hub: print the operations only "
                                                             "(no network call)."})
 
+    def __post_init__(self):
+        if self.push_to_hub:
+            check_repo_id(self.repo_id)  # at parse time, not after the whole build
+
     def maybe_push(self, folder) -> None:
         if self.push_to_hub:
             push(folder, self.repo_id, private=self.private, dry_run=self.dry_run)
+
+
+class PushFailed(ConnectionError):
+    """The Hub could not be reached or refused the commit; the built folder is kept."""
+
+
+def check_repo_id(repo_id: str) -> str:
+    """A Hub dataset id `owner/name`, checked offline by huggingface_hub's own rule."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        raise ValueError(f"--repo_id {repo_id!r} is not a Hub repo id ({str(exc).splitlines()[0]}); "
+                         "give owner/name, e.g. you/poolbench") from None
+    if repo_id.count("/") != 1:
+        raise ValueError(f"--repo_id {repo_id!r} has no owner; give owner/name, e.g. you/poolbench")
+    return repo_id
 
 
 def is_dataset_file(path: str) -> bool:
@@ -91,7 +114,9 @@ def _print_skipped(folder: Path) -> None:
 def push(folder: Path, repo_id: str, *, private: bool = False, token: str | None = None, dry_run: bool = False,
          commit_message: str = "Update PoolBench dataset", remote_files: list[str] | None = None) -> list[str]:
     """Push (or, with dry_run, only print) the one commit. The token comes from
-    the standard places (HF_TOKEN, `hf auth login`) unless given."""
+    the standard places (HF_TOKEN, `hf auth login`) unless given. A Hub that cannot be reached or refuses is
+    one PushFailed naming the repo and the kept folder."""
+    check_repo_id(repo_id)
     if dry_run:
         # No network call at all, not even an authenticated listing: a dry run must work offline and leak nothing.
         against = "the given remote file list" if remote_files is not None else (
@@ -108,8 +133,15 @@ def push(folder: Path, repo_id: str, *, private: bool = False, token: str | None
     local_files(folder)  # fail before touching the network
     _print_skipped(folder)
     api = HfApi(token=token)
-    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    remote = api.list_repo_files(repo_id, repo_type="dataset") if remote_files is None else remote_files
-    ops = plan_operations(folder, remote)
-    api.create_commit(repo_id, operations=ops, commit_message=commit_message, repo_type="dataset")
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        remote = api.list_repo_files(repo_id, repo_type="dataset") if remote_files is None else remote_files
+        ops = plan_operations(folder, remote)
+        api.create_commit(repo_id, operations=ops, commit_message=commit_message, repo_type="dataset")
+    except Exception as exc:  # noqa: BLE001 - HTTP, connection, offline, auth: the same advice for each
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise PushFailed(f"push to dataset {repo_id} failed ({type(exc).__name__}: {reason}); nothing was "
+                         f"committed and the built folder {folder} is kept: push it later with "
+                         f"`python -c \"from poolbench_data.hub.push import push; push('{folder}', '{repo_id}')\"`"
+                         ) from exc
     return describe(ops)
