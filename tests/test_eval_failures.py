@@ -395,3 +395,35 @@ def test_the_pre_check_sends_the_key_and_reads_a_bare_list(monkeypatch, capsys):
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda rows: rows + [{**rows[0], "player": "m@r2"}], "holds rows of 2 players ('m', 'm@r2'); pick one with --name"),
+    (lambda rows: rows + [dict(rows[1])], "two rows for scenario 'pb0-000001' sample 0"),
+    (lambda rows: [{**rows[0], "sample": "0"}, rows[1]], "row 1 of player 'm': sample is '0'"),
+    (lambda rows: [rows[0], {**rows[1], "raw_response": {"a": 1}}], "row 2 of player 'm': raw_response is a dict"),
+    (lambda rows: [{k: v for k, v in rows[0].items() if k != "scenario_id"}, rows[1]], "lacks field 'scenario_id'"),
+])
+def test_score_refuses_what_it_would_silently_misread(tmp_path, capsys, change, words):
+    from poolbench_data.boards.generate import generate
+
+    rows = [{"player": "m", "player_kind": "llm", "scenario_id": s.id, "sample": 0, "raw_response": "no json",
+             "temperature": 0.2} for s in generate(2)]
+    traces = tmp_path / "run" / "llm_traces.jsonl"
+    traces.parent.mkdir()
+    traces.write_text("".join(json.dumps(r) + "\n" for r in change(rows)))
+    assert main(["score", str(traces), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_score_names_a_nan_temperature_as_stored(tmp_path, capsys):
+    from poolbench_data.boards.generate import generate
+
+    traces = tmp_path / "llm_traces.jsonl"
+    traces.write_text("".join('{"player": "m", "player_kind": "llm", "scenario_id": "%s", "sample": 0, '
+                              '"raw_response": "x", "temperature": NaN}\n' % s.id for s in generate(1)))
+    assert main(["score", str(traces), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "the stored temperature is nan" in err and "--temperature" not in err

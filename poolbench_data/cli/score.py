@@ -38,16 +38,40 @@ def boards_of(rows: list[dict]) -> tuple[int, int]:
     return seeds.pop(), n
 
 
+def row_problem(r: dict) -> str | None:
+    """What a stored row lacks for a re-score (the fields the replay backend reads), or None."""
+    import math
+
+    if not isinstance(r.get("scenario_id"), str):
+        return f"scenario_id is {r.get('scenario_id')!r}, not a board id"
+    sample = r.get("sample")
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        return f"sample is {sample!r}, not a count from 0"
+    if not isinstance(r.get("raw_response"), (str, type(None))):
+        return f"raw_response is a {type(r.get('raw_response')).__name__}, not text"
+    t = r.get("temperature")
+    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0):
+        return f"the stored temperature is {t!r}, not a finite number >= 0"
+    return None
+
+
 def run(args) -> int:
     from poolbench_data.cli import eval as eval_cmd
-    from poolbench_data.report.compare import load_traces
+    from poolbench_data.report.compare import by_shot, load_traces, one_player
 
     path = Path(args.traces)
     if not path.is_file():
         raise UserError(f"traces file {path} does not exist; pass the llm_traces.jsonl of a `poolbench eval` run")
-    rows = [r for r in load_traces(path) if r["player_kind"] == "llm"]
+    rows = [r for r in load_traces(path) if r.get("player_kind") == "llm"]
     if not rows:
         raise UserError(f"{path} has no LLM responses to re-score")
+    # One player (a --rounds file holds one per round), one row per shot, every row readable: never a silent pick.
+    rows = one_player(rows, str(path), args.name, flag="--name", fields=("scenario_id", "sample", "player"))
+    for i, r in enumerate(rows, 1):
+        if problem := row_problem(r):
+            raise UserError(f"{path}: row {i} of player {r.get('player')!r}: {problem}; re-score the file "
+                            "`poolbench eval` wrote, unedited")
+    by_shot(rows, str(path))
     seed, n = boards_of(rows)
     samples = 1 + max(r["sample"] for r in rows)
     first = rows[0]

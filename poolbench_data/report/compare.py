@@ -37,29 +37,30 @@ def load_traces(path: Path) -> list[dict]:
     return rows
 
 
-def one_player(rows: Sequence[dict], where: str, player: str | None = None) -> list[dict]:
+def one_player(rows: Sequence[dict], where: str, player: str | None = None, flag: str = "--player",
+               fields: Sequence[str] = FIELDS) -> list[dict]:
     """The rows of one player: `player`, or the only one in the file. Two
     players' rows would pair up by whichever line came last."""
     if not rows:
         raise ValueError(f"{where} is empty; {FIX}")
     for i, r in enumerate(rows, 1):
-        missing = next((f for f in FIELDS if f not in r), None)
+        missing = next((f for f in fields if f not in r), None)
         if missing:
             raise ValueError(f"{where}: row {i} lacks field {missing!r}; {FIX}")
     players = sorted({str(r.get("player")) for r in rows})
     if player is None:
         if len(players) > 1:
             raise ValueError(f"{where} holds rows of {len(players)} players ({', '.join(map(repr, players))}); "
-                             f"pick one with --player NAME")
+                             f"pick one with {flag} NAME")
         return list(rows)
     picked = [r for r in rows if r.get("player") == player]
     if not picked:
         raise ValueError(f"{where} has no rows of player {player!r}; its players: {', '.join(map(repr, players))}; "
-                         f"pass one of them to --player")
+                         f"pass one of them to {flag}")
     return picked
 
 
-def _by_shot(rows: Sequence[dict], where: str) -> dict:
+def by_shot(rows: Sequence[dict], where: str) -> dict:
     out: dict = {}
     for r in rows:
         key = (r["scenario_id"], r["sample"])
@@ -77,7 +78,7 @@ def compare_files(before: Path, after: Path, player: str | None = None) -> dict:
 
 
 def compare(before: Sequence[dict], after: Sequence[dict], names: tuple[str, str] = ("before", "after")) -> dict:
-    b, a = _by_shot(before, names[0]), _by_shot(after, names[1])
+    b, a = by_shot(before, names[0]), by_shot(after, names[1])
     if not b and not a:
         raise ValueError("no shots to compare; pass two non-empty llm_traces.jsonl files")
     if set(b) != set(a):
