@@ -17,6 +17,19 @@ else
 fi
 if [ "${1:-}" = "--print_lock" ]; then echo "$LOCK"; exit 0; fi
 
+# A .venv/ left broken (a dangling python link, a python that does not run, no
+# pip) is rebuilt, saying why; it holds nothing but what this script installs.
+venv_problem() {
+  [ -e .venv ] || [ -L .venv/bin/python ] || return 1
+  if [ ! -x .venv/bin/python ]; then echo "its python is missing or not executable"; return 0; fi
+  if ! .venv/bin/python -c 'import sys' >/dev/null 2>&1; then echo "its python does not run"; return 0; fi
+  if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then echo "it has no pip"; return 0; fi
+  return 1
+}
+if problem=$(venv_problem); then
+  echo "scripts/setup.sh: .venv/ is broken ($problem); rebuilding it from the lock" >&2
+  rm -rf .venv
+fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # pip warns about find-links folders this machine's pip configuration names but
 # lacks; show its output only when the install fails.

@@ -71,3 +71,29 @@ def test_both_environments_resolve_from_the_registry_to_the_committed_locks(tmp_
         assert set(new) == set(old), f"{committed}: packages added {set(new) - set(old)}, gone {set(old) - set(new)}"
         moved = {k: (old[k], new[k]) for k in (*KEY, engine) if new[k] != old[k]}
         assert not moved, f"{committed} is stale for {moved}; re-run scripts/lock.sh"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage, why", [
+    ("dangling", "its python is missing or not executable"),
+    ("fails", "its python does not run"),
+    ("no_pip", "it has no pip"),
+])
+def test_a_broken_venv_is_rebuilt_saying_why(tmp_path, damage, why):
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "setup.sh", repo / "scripts" / "setup.sh")
+    venv_bin = repo / ".venv" / "bin"
+    if damage == "no_pip":
+        subprocess.run(["python3", "-m", "venv", "--without-pip", str(repo / ".venv")], check=True)
+    else:
+        venv_bin.mkdir(parents=True)
+        if damage == "dangling":
+            (venv_bin / "python").symlink_to(tmp_path / "gone" / "python3")
+        else:
+            (venv_bin / "python").write_text("#!/bin/sh\nexit 1\n")
+            (venv_bin / "python").chmod(0o755)
+    # The copy has no lock to install: the run stops there, after the repair this test is about.
+    done = subprocess.run(["bash", "scripts/setup.sh"], cwd=repo, capture_output=True, text=True, timeout=600)
+    assert f".venv/ is broken ({why}); rebuilding it from the lock" in done.stderr
+    assert subprocess.run([str(venv_bin / "python"), "-m", "pip", "--version"], capture_output=True).returncode == 0
