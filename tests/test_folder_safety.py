@@ -365,3 +365,29 @@ def test_dry_run_makes_no_network_call(small):
     assert proc.returncode == 0, proc.stderr
     assert connections == [] and time.perf_counter() - t0 < 30
     assert "no network call: assuming an empty repo" in proc.stdout and "add    README.md" in proc.stdout
+
+
+@pytest.mark.slow
+def test_a_terminated_build_removes_its_staging_folder_at_once(tmp_path):
+    """SIGTERM (a scheduler stopping the job) mid-build: exit at once, nothing half-written left beside the
+    output, and no output folder."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "poolbench"
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).parents[1] / "builders" / "build_dataset.py"),
+                             "--output_dir", str(out), "--train_n", "2000", "--eval_n", "10", "--workers", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob(".poolbench.staging-*")):  # staging has begun
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.2)
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        proc.kill()
+    assert not out.exists() and list(tmp_path.glob(".poolbench.staging-*")) == []

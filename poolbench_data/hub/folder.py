@@ -17,7 +17,9 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import sys
+import threading
 from collections.abc import Iterable
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -240,6 +242,24 @@ def _swap_into_place(staging: Path, out: Path) -> None:
 
 
 @contextmanager
+def _terminate_as_exit():
+    """SIGTERM (a scheduler's stop, `kill`) raises SystemExit while staging, so the staging folder is removed
+    at once rather than by the next run. Only the main thread may set handlers; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
 def staged_folder(out: Path, *, overwrite: bool = False, update: bool = False, field: str = "--output_dir",
                   wait: float = 0.0):
     """Yield a staging folder that replaces `out` only if the block succeeds.
@@ -262,13 +282,14 @@ def staged_folder(out: Path, *, overwrite: bool = False, update: bool = False, f
         if update and not out.exists():
             raise FileNotFoundError(f"dataset folder {out} does not exist; build it first (builders/build_dataset.py)")
         staging = sibling(out, f"{STAGING}-{os.getpid()}-{secrets.token_hex(4)}")
-        try:
-            if update:
-                shutil.copytree(out, staging)
-            else:
-                staging.mkdir()
-            yield staging
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        with _terminate_as_exit():
+            try:
+                if update:
+                    shutil.copytree(out, staging)
+                else:
+                    staging.mkdir()
+                yield staging
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
         _swap_into_place(staging, out)
