@@ -78,7 +78,7 @@ def test_every_row_is_a_legal_pot_written_with_the_tools_aim(rows, scenario_rows
         result = json.loads(msgs[-2]["content"])
         assert clear(result) and result == run_call(s, {"name": "ghost_ball", "arguments": answered_call})
         shot = parse_action(msgs[-1]["content"], s).shot
-        assert shot.phi == pytest.approx(result["aim_angle_deg"], abs=1e-9)
+        assert shot.phi == pytest.approx(result["potting_point_aim_angle_deg"], abs=1e-9)
         assert (shot.target_ball, shot.target_pocket) == (answered_call["target_ball"], answered_call["pocket"])
         assert (row["target_ball"], row["pocket"], row["cue_speed"]) == (shot.target_ball, shot.target_pocket,
                                                                          shot.V0)
@@ -123,7 +123,7 @@ def test_a_row_that_does_not_replay_is_a_build_error_naming_the_board(rows, scen
         verify_tool_row(row, s)
     forged = dict(rows[0])
     tool_answer = json.loads(forged["messages"][-2]["content"])
-    tool_answer["aim_angle_deg"] += 1.0
+    tool_answer["potting_point_aim_angle_deg"] += 1.0
     forged["messages"] = [*forged["messages"][:-2], {**forged["messages"][-2], "content": json.dumps(tool_answer)},
                           forged["messages"][-1]]
     with pytest.raises(DemonstrationError, match="not the tool's answer"):

@@ -43,6 +43,8 @@ def test_the_tool_is_the_paper_ghost_ball_construction():
             r = ghost_ball(s, c.ball, c.pocket)
             assert (r["aim_angle_deg"], tuple(r["cue_path_blocked_by"]), tuple(r["target_path_blocked_by"]),
                     r["ghost_ball_free"]) == (round(c.phi, 2), c.cue_blockers, c.pocket_blockers, c.ghost_ok)
+        for c in candidates(s, aim="potting-point"):  # and the potting-point aim is the (default) Heuristic's
+            assert ghost_ball(s, c.ball, c.pocket)["potting_point_aim_angle_deg"] == round(c.phi, 2)
     assert steep > 0
 
 
