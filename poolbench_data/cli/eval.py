@@ -114,17 +114,6 @@ def _check_sampling(args) -> None:
         raise UserError(f"--samples must be at most {limit} (vLLM's VLLM_MAX_N_SEQUENCES; got {args.samples})")
 
 
-def report_folder(args) -> Path:
-    """--out; without it, the folder of --output_path (so one flag puts the whole run in one place, and a
-    second run never overwrites the first's report in results/eval), else results/eval."""
-    if args.out:
-        return Path(args.out)
-    if args.output_path:
-        path = Path(args.output_path)
-        return path.parent if path.suffix == ".json" else path
-    return Path("results/eval")
-
-
 def _check_name(args, name: str, baselines: list[str]) -> None:
     """A model named like a baseline would share its rows in every table and trace file."""
     from poolbench_data.players import BASELINES
@@ -223,7 +212,7 @@ def run(args) -> int:
     scenarios = eval_outputs.select(args, generate(args.n, args.seed))
     targets = eval_outputs.paths(args, name)
     _check_context(args, model, scenarios)
-    out = report_folder(args)
+    out = eval_outputs.report_folder(args)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     runs = list(run_baselines(scenarios, baselines, workers=default_workers(), label=False, total=len(scenarios),

@@ -38,6 +38,17 @@ def select(args, scenarios: list) -> list:
     return kept
 
 
+def report_folder(args) -> Path:
+    """--out; without it, the folder of --output_path (so one flag puts the whole run in one place, and a
+    second run never overwrites the first's report in results/eval), else results/eval."""
+    if args.out:
+        return Path(args.out)
+    if args.output_path:
+        path = Path(args.output_path)
+        return path.parent if path.suffix == ".json" else path
+    return Path("results/eval")
+
+
 def paths(args, name: str) -> tuple[Path, Path] | None:
     """(results JSON, samples JSONL), both writable, or None without --output_path."""
     if args.log_samples and not args.output_path:
