@@ -95,23 +95,20 @@ class StageFailed(RuntimeError):
     """A stage's command exited non-zero: one line naming the stage, its log and its exit code."""
 
 
-def _run(cmd: list[str], log: Path | None = None) -> None:
+def _run(cmd: list[str], log: Path) -> None:
     """Run one stage's command from the repository root, its output shown and kept in `log`."""
     print("+ " + shlex.join(cmd), flush=True)
-    if log is None:
-        code = subprocess.run(cmd, cwd=ROOT).returncode
-    else:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "ab") as f, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE,
-                                                     stderr=subprocess.STDOUT) as proc:
-            for chunk in iter(lambda: proc.stdout.read1(65536), b""):
-                sys.stdout.buffer.write(chunk)
-                sys.stdout.flush()
-                f.write(chunk)
-            code = proc.wait()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as f, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.STDOUT) as proc:
+        for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.flush()
+            f.write(chunk)
+        code = proc.wait()
     if code != 0:
-        where = f"; its output is in {log}" if log is not None else ""
-        raise StageFailed(f"{Path(cmd[1]).name if len(cmd) > 1 else cmd[0]} exited with code {code}{where}")
+        raise StageFailed(f"{Path(cmd[1]).name if len(cmd) > 1 else cmd[0]} exited with code {code}; "
+                          f"its output is in {log}")
 
 
 class Loop:
@@ -142,23 +139,25 @@ class Loop:
             return
         model_args = ["--model", model] if model else []
         self.run(self.cli + ["eval", *model_args, "--n", str(self.a.eval_n), "--name", name, "--out", str(out),
-                         "--model_args", self.a.eval_model_args, "--quiet", *extra,
-                         *(["--tools"] if (self.tools if tools is None else tools) else []),
-                         # The tool track is measured against both Heuristics (issue 20's goal: the pot-point one).
-                         *(["--baselines", TOOL_BASELINES] if self.tools else [])])
+                             "--model_args", self.a.eval_model_args, "--quiet", *extra,
+                             *(["--tools"] if (self.tools if tools is None else tools) else []),
+                             # The tool track is measured against both Heuristics (issue 20's goal: the pot-point one).
+                             *(["--baselines", TOOL_BASELINES] if self.tools else [])])
 
     def before(self):
         self.eval("before", self.a.model or None)
 
     def dataset(self):
         if not (self.data / "README.md").exists():
-            self.run([self.py, "builders/build_dataset.py", "--output_dir", str(self.data), "--eval_n", str(self.a.eval_n),
-                  "--train_n", str(self.a.train_n), "--train_seed", str(self.a.train_seed), "--players", "oracle"])
+            self.run([self.py, "builders/build_dataset.py", "--output_dir", str(self.data),
+                      "--eval_n", str(self.a.eval_n), "--train_n", str(self.a.train_n),
+                      "--train_seed", str(self.a.train_seed), "--players", "oracle"])
 
     def sft_data(self):
         config = "sft_tools" if self.tools else "sft"
         if not (self.data / "data" / config).exists():
-            self.run([self.py, "builders/build_sft.py", "--dataset_dir", str(self.data), *(["--tools"] if self.tools else [])])
+            self.run([self.py, "builders/build_sft.py", "--dataset_dir", str(self.data),
+                      *(["--tools"] if self.tools else [])])
 
     def sft(self):
         if (self.sft_dir / "merged").exists():
@@ -171,8 +170,8 @@ class Loop:
             extra += ["--save_strategy", "steps", "--save_steps", str(max(1, self.a.sft_eval_every // accumulation)),
                       "--save_total_limit", "100"]
         self.run([self.py, "training/sft.py", "--config", self.sft_recipe, "--dataset_name", str(self.data),
-              "--output_dir", str(self.sft_dir), "--num_train_epochs", str(self.a.sft_epochs), *extra,
-              *(["--model_name_or_path", self.a.model] if self.a.model else []), *self.a.extra_sft_args.split()])
+                  "--output_dir", str(self.sft_dir), "--num_train_epochs", str(self.a.sft_epochs), *extra,
+                  *(["--model_name_or_path", self.a.model] if self.a.model else []), *self.a.extra_sft_args.split()])
 
     def scaling(self):
         """Each SFT checkpoint on the test boards, named by the examples it has seen."""
@@ -187,10 +186,10 @@ class Loop:
         if (out / "llm_traces.jsonl").exists():
             return
         self.run(self.cli + ["eval", "--model", str(self.sft_dir / "merged"), "--n", str(self.a.sample_n), "--seed",
-                         str(self.a.train_seed), "--samples", str(self.a.samples), "--temperature",
-                         str(self.a.temperature), "--name", "policy", "--split", "train", "--model_args",
-                         self.a.eval_model_args, "--dataset_dir",
-                         str(self.data), "--out", str(out), "--boards", "0", "--quiet"])
+                             str(self.a.train_seed), "--samples", str(self.a.samples), "--temperature",
+                             str(self.a.temperature), "--name", "policy", "--split", "train", "--model_args",
+                             self.a.eval_model_args, "--dataset_dir",
+                             str(self.data), "--out", str(out), "--boards", "0", "--quiet"])
 
     def pairs(self):
         if not (self.data / "data" / "pairs").exists():
@@ -199,8 +198,8 @@ class Loop:
     def dpo(self):
         if not (self.dpo_dir / "merged").exists():
             self.run([self.py, "training/dpo.py", "--config", self.a.dpo_recipe, "--dataset_name", str(self.data),
-                  "--output_dir", str(self.dpo_dir), "--max_steps", str(self.a.dpo_steps), "--model_name_or_path",
-                  str(self.sft_dir / "merged"), *self.a.extra_dpo_args.split()])
+                      "--output_dir", str(self.dpo_dir), "--max_steps", str(self.a.dpo_steps), "--model_name_or_path",
+                      str(self.sft_dir / "merged"), *self.a.extra_dpo_args.split()])
 
     def after(self):
         if self.a.after_model == "sft" and (self.sft_dir / "llm_traces.jsonl").exists():
@@ -221,8 +220,8 @@ class Loop:
     def grpo(self):
         if not (self.grpo_dir / "merged").exists():
             self.run([self.py, "training/grpo.py", "--config", self.a.grpo_recipe, "--dataset_name", str(self.data),
-                  "--output_dir", str(self.grpo_dir), "--max_steps", str(self.a.grpo_steps), "--model_name_or_path",
-                  str(self.sft_dir / "merged")])
+                      "--output_dir", str(self.grpo_dir), "--max_steps", str(self.a.grpo_steps), "--model_name_or_path",
+                      str(self.sft_dir / "merged")])
 
     def eval_grpo(self):
         self.eval("grpo", str(self.grpo_dir / "merged"))
@@ -232,25 +231,23 @@ class Loop:
             self.eval("free_text", self.a.free_text_model, tools=False)  # the paper's protocol, as it was trained
 
     def results(self):
-        result = pilot_tools_result(self.work, self.data)
+        print(self.write_result("pilot_tools.json", pilot_tools_result(self.work, self.data)))
+
+    def write_result(self, name: str, result: dict) -> str:
+        """The pilot's JSON, with the command that ran it, in WORK_DIR/name and --results_json."""
         result["command"] = "python training/loop.py " + shlex.join(sys.argv[1:])
         text = json.dumps(result, indent=2, sort_keys=True) + "\n"
-        (self.work / "pilot_tools.json").write_text(text)
+        (self.work / name).write_text(text)
         if self.a.results_json:
             Path(self.a.results_json).parent.mkdir(parents=True, exist_ok=True)
             Path(self.a.results_json).write_text(text)
-        print(text)
+        return text
 
     def compare(self):
         self.run(self.cli + ["compare", str(self.work / "before" / "llm_traces.jsonl"),
-                         str(self.work / "after" / "llm_traces.jsonl"), "--out", str(self.work / "comparison.txt")])
-        result = pilot_result(self.work, self.data, "SFT + DPO" if self.a.after_model == "dpo" else "SFT only")
-        result["command"] = "python training/loop.py " + shlex.join(sys.argv[1:])
-        text = json.dumps(result, indent=2, sort_keys=True) + "\n"
-        (self.work / "pilot.json").write_text(text)
-        if self.a.results_json:
-            Path(self.a.results_json).parent.mkdir(parents=True, exist_ok=True)
-            Path(self.a.results_json).write_text(text)
+                             str(self.work / "after" / "llm_traces.jsonl"), "--out", str(self.work / "comparison.txt")])
+        after = "SFT + DPO" if self.a.after_model == "dpo" else "SFT only"
+        self.write_result("pilot.json", pilot_result(self.work, self.data, after))
         print(scaling_table(self.work))
 
 
@@ -309,48 +306,45 @@ def player_stats(rows: list[dict]) -> dict:
 
 def pilot_result(work: Path, data: Path, after_label: str) -> dict:
     """Before/after of the loop in the shape docs/results/pilot_*.json keeps."""
-    from poolbench_data.report.stats import mcnemar_exact
-
     before, after = _rows(work / "before" / "llm_traces.jsonl"), _rows(work / "after" / "llm_traces.jsonl")
-    key = lambda r: (r["scenario_id"], r["sample"])  # noqa: E731
-    b, a = {key(r): r for r in before}, {key(r): r for r in after}
-    if set(b) != set(a):
-        raise ValueError("before and after cover different shots; evaluate both with the same --n and --seed")
-
-    def p(test) -> float:
-        return mcnemar_exact(sum(test(b[k]) and not test(a[k]) for k in b), sum(test(a[k]) and not test(b[k]) for k in b))
-
-    summary = json.loads((work / "after" / "summary.json").read_text())["summary"]
-    baseline = {name: {m: summary[name]["overall"][m]["k"] for m in ("legal_contact", "own_potted", "clean_pot", "foul")}
-                for name in ("random", "heuristic-centre") if name in summary}
+    p = mcnemar_ps(before, after, {"legal_contact": lambda r: bool(r["legal_contact"]),
+                                   "own_potted": lambda r: bool(r["own_potted"]),
+                                   "parseable": lambda r: r["parse_status"] == "ok"})
+    baseline = baseline_counts(work / "after", ("random", "heuristic-centre"))
     return {
         "after_model": after_label,
-        "n": len(b),
+        "n": len(before),
         "before": player_stats(before),
         "after": player_stats(after),
         "random": baseline.get("random", {}),
         "heuristic_centre": baseline.get("heuristic-centre", {}),
-        "mcnemar_p": {"legal_contact": p(lambda r: bool(r["legal_contact"])),
-                      "own_potted": p(lambda r: bool(r["own_potted"])),
-                      "parseable": p(lambda r: r["parse_status"] == "ok")},
+        "mcnemar_p": p,
         "sft_examples": examples_seen(work / "sft") if (work / "sft" / "trainer_state.json").exists() else 0,
         "sft_rows_available": _config_rows(data, "sft"),
         "dpo_pairs": _trained_pairs(work / "dpo"),
         "scaling": scaling_rows(work),
         "wall_minutes": round(_wall_minutes(work), 1),
-        "machine": f"{platform.machine()}, {_cores()} cores, {_mem_gib()} GiB, no GPU" if not _gpu() else _gpu(),
+        "machine": _machine(),
     }
 
 
-def mcnemar_p(base: list[dict], other: list[dict], test) -> float:
-    """Exact McNemar of `other` against `base` on the same shots (scenario, sample)."""
+def mcnemar_ps(base: list[dict], other: list[dict], tests: dict) -> dict[str, float]:
+    """Exact McNemar of `other` against `base` on the same shots (scenario, sample), for each named test."""
     from poolbench_data.report.stats import mcnemar_exact
 
     key = lambda r: (r["scenario_id"], r["sample"])  # noqa: E731
     b, o = {key(r): r for r in base}, {key(r): r for r in other}
     if set(b) != set(o):
         raise ValueError("the two evaluations cover different shots; evaluate both with the same --n and --seed")
-    return mcnemar_exact(sum(test(b[k]) and not test(o[k]) for k in b), sum(test(o[k]) and not test(b[k]) for k in b))
+    return {name: mcnemar_exact(sum(t(b[k]) and not t(o[k]) for k in b), sum(t(o[k]) and not t(b[k]) for k in b))
+            for name, t in tests.items()}
+
+
+def baseline_counts(folder: Path, names: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    """The baselines' counts from an evaluation's summary.json, for those of `names` it holds."""
+    summary = json.loads((folder / "summary.json").read_text())["summary"]
+    return {name: {m: summary[name]["overall"][m]["k"] for m in ("legal_contact", "own_potted", "clean_pot", "foul")}
+            for name in names if name in summary}
 
 
 def tool_stats(folder: Path) -> dict | None:
@@ -369,15 +363,10 @@ def pilot_tools_result(work: Path, data: Path) -> dict:
     """The tool track's numbers in the shape of docs/results/pilot_tools_smollm2_cpu.json (issue 20); a stage
     that did not run is null, never a zero."""
     sft = _rows(work / "sft" / "llm_traces.jsonl")
-    summary = json.loads((work / "sft" / "summary.json").read_text())["summary"]
-    baseline = {name: {m: summary[name]["overall"][m]["k"] for m in ("legal_contact", "own_potted", "clean_pot", "foul")}
-                for name in ("random", "heuristic-centre", "heuristic") if name in summary}
+    baseline = baseline_counts(work / "sft", ("random", "heuristic-centre", "heuristic"))
     tests = {"clean_pot": lambda r: bool(r["clean_pot"]), "own_potted": lambda r: bool(r["own_potted"])}
-    p = {}
-    for name in ("dpo", "grpo"):
-        traces = work / name / "llm_traces.jsonl"
-        if traces.exists():
-            p[f"{name}_vs_sft"] = {m: mcnemar_p(sft, _rows(traces), t) for m, t in tests.items()}
+    p = {f"{name}_vs_sft": mcnemar_ps(sft, _rows(work / name / "llm_traces.jsonl"), tests)
+         for name in ("dpo", "grpo") if (work / name / "llm_traces.jsonl").exists()}
     grpo_state = work / "grpo" / "trainer_state.json"
     return {
         "n": len(sft),
@@ -394,7 +383,7 @@ def pilot_tools_result(work: Path, data: Path) -> dict:
         "dpo_pairs": _trained_pairs(work / "dpo"),
         "grpo_steps": json.loads(grpo_state.read_text())["global_step"] if grpo_state.exists() else 0,
         "wall_minutes": round(_wall_minutes(work), 1),
-        "machine": f"{platform.machine()}, {_cores()} cores, {_mem_gib()} GiB, no GPU" if not _gpu() else _gpu(),
+        "machine": _machine(),
     }
 
 
@@ -447,6 +436,10 @@ def scaling_table(work: Path) -> str:
 def _wall_minutes(work: Path) -> float:
     start = work / ".started"
     return (time.time() - start.stat().st_mtime) / 60 if start.exists() else 0.0
+
+
+def _machine() -> str:
+    return _gpu() or f"{platform.machine()}, {_cores()} cores, {_mem_gib()} GiB, no GPU"
 
 
 def _cores() -> int:
@@ -503,7 +496,8 @@ def main(argv=None) -> int:
         stages = [s for s in a.stages.split(",") if s] or list(track)
         unknown = [s for s in stages if s not in track]
         if unknown:
-            raise UserError(f"--stages: unknown stage(s) {unknown} for --track {a.track}; choose from {', '.join(track)}")
+            raise UserError(f"--stages: unknown stage(s) {unknown} for --track {a.track}; "
+                            f"choose from {', '.join(track)}")
         if a.train_seed == 0:
             raise UserError("--train_seed 0 is the evaluation set's seed; training on it would leak the test boards")
         for name, v in (("--eval_n", a.eval_n), ("--train_n", a.train_n), ("--sample_n", a.sample_n),
