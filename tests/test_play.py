@@ -10,6 +10,7 @@ import select
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -46,16 +47,33 @@ class Terminal:
         os.write(self.fd, line.encode() + b"\n")
 
 
+def _default_sigint() -> None:
+    # A job started in the background of a non-interactive shell (CI's runner) inherits SIGINT ignored, and
+    # Python then never raises KeyboardInterrupt; a person's terminal delivers it.
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextmanager
+def playing(out: Path, n: int):
+    """`poolbench play --n n --brief --out out` at a pty: (process, terminal); killed and closed on exit."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "play", "--n", str(n), "--brief", "--out",
+                             str(out)], stdin=slave, stdout=slave, stderr=slave, cwd=REPO, close_fds=True,
+                            preexec_fn=_default_sigint)
+    os.close(slave)
+    try:
+        yield proc, Terminal(master)
+    finally:
+        proc.kill()
+        os.close(master)
+
+
 @pytest.mark.slow
 def test_a_person_plays_two_boards_at_a_terminal(tmp_path):
     boards = generate(2)
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "play", "--n", "2", "--brief", "--out",
-                             str(tmp_path / "h")], stdin=slave, stdout=slave, stderr=slave, cwd=REPO,
-                            close_fds=True)
-    os.close(slave)
-    term = Terminal(master)
-    try:
+    with playing(tmp_path / "h", 2) as (proc, term):
         shown = term.expect(PROMPT)
         assert b"board 1/2: pb0-000000" in shown and b"board_pb0-000000.png" in shown
         term.type("aim a bit left of the 3")
@@ -66,9 +84,6 @@ def test_a_person_plays_two_boards_at_a_terminal(tmp_path):
         term.type("skip")
         term.expect(b"report, heatmap")
         assert proc.wait(timeout=300) == 0
-    finally:
-        proc.kill()
-        os.close(master)
     out = tmp_path / "h"
     assert (out / "board_pb0-000001.png").is_file()
     rows = [json.loads(x) for x in (out / "llm_traces.jsonl").read_text().splitlines()]
@@ -79,21 +94,6 @@ def test_a_person_plays_two_boards_at_a_terminal(tmp_path):
     assert "human" in report and "oracle" in report and "random" in report
 
 
-def _default_sigint() -> None:
-    # A job started in the background of a non-interactive shell (CI's runner) inherits SIGINT ignored, and
-    # Python then never raises KeyboardInterrupt; a person's terminal delivers it.
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _play(out: Path, n: int):
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "play", "--n", str(n), "--brief", "--out",
-                             str(out)], stdin=slave, stdout=slave, stderr=slave, cwd=REPO, close_fds=True,
-                            preexec_fn=_default_sigint)
-    os.close(slave)
-    return proc, Terminal(master), master
 
 
 @pytest.mark.slow
@@ -102,21 +102,16 @@ def test_an_interrupt_keeps_every_answer_and_the_same_command_resumes(tmp_path):
 
     boards = generate(3)
     out = tmp_path / "h"
-    proc, term, master = _play(out, 3)
-    try:
+    with playing(out, 3) as (proc, term):
         term.expect(PROMPT)
         term.type(format_action(oracle(boards[0]).shot, boards[0]))
         assert b"board 2/3" in term.expect(PROMPT)
         proc.send_signal(signal.SIGINT)  # Ctrl-C at the second board
         term.expect(b"report, heatmap")
         assert proc.wait(timeout=300) == 0
-    finally:
-        proc.kill()
-        os.close(master)
     answers = [json.loads(x) for x in (out / "responses.jsonl").read_text().splitlines()]
     assert [a["scenario_id"] for a in answers] == ["pb0-000000"]
-    proc, term, master = _play(out, 3)
-    try:
+    with playing(out, 3) as (proc, term):
         shown = term.expect(PROMPT)
         assert b"resuming: 1 of 3 boards already answered" in shown and b"board 2/3" in shown
         term.type("skip")
@@ -124,9 +119,6 @@ def test_an_interrupt_keeps_every_answer_and_the_same_command_resumes(tmp_path):
         term.type("skip")
         term.expect(b"report, heatmap")
         assert proc.wait(timeout=300) == 0
-    finally:
-        proc.kill()
-        os.close(master)
     rows = [json.loads(x) for x in (out / "llm_traces.jsonl").read_text().splitlines()]
     assert [r["scenario_id"] for r in rows] == [b.id for b in boards] and rows[0]["clean_pot"]
 
