@@ -95,15 +95,11 @@ def run(args) -> int:
     if not rows:
         print("no board played; nothing to score", file=sys.stderr)
         return 1
-    # In board order, the boards answered so far (the replay backend reads the first len(rows) boards).
-    order = {s.id: k for k, s in enumerate(boards)}
-    rows.sort(key=lambda r: order[r["scenario_id"]])
-    played = [s.id for s in boards[:len(rows)]]
-    if [r["scenario_id"] for r in rows] != played:
-        print(f"answers cover boards out of order; play on to board {len(rows)} before scoring", file=sys.stderr)
+    # The replay backend reads answers by board id, for the first len(rows) boards: they must be those, once each.
+    if sorted(r["scenario_id"] for r in rows) != sorted(s.id for s in boards[:len(rows)]):
+        print(f"the answers in {responses} are not boards 1..{len(rows)} once each; play on in order (or give "
+              "another --out) before scoring", file=sys.stderr)
         return 1
-    scored = out / "responses_scored.jsonl"
-    scored.write_text("".join(json.dumps(r) + "\n" for r in rows))
     # Scored like any model: the replay backend, the same report and traces.
-    return main(["eval", "--backend", "replay", "--responses", str(scored), "--name", args.name,
+    return main(["eval", "--backend", "replay", "--responses", str(responses), "--name", args.name,
                  "--n", str(len(rows)), "--seed", str(args.seed), "--out", str(out), "--boards", "0", "--quiet"])

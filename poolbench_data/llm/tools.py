@@ -111,8 +111,14 @@ def run_call(scenario: Scenario, call: dict) -> dict:
     if call.get("name") != TOOL_NAME:
         return {"error": f"unknown tool {call.get('name')!r}; the only tool is {TOOL_NAME}"}
     args = call.get("arguments") or {}
+    return tool_answer(scenario, args.get("target_ball"), args.get("pocket"))
+
+
+def tool_answer(scenario: Scenario, target_ball, pocket) -> dict:
+    """What ghost_ball(target_ball, pocket) answers on this board; a ball or pocket that is not there gets an
+    error the model can read."""
     try:
-        return ghost_ball(scenario, args.get("target_ball"), args.get("pocket"))
+        return ghost_ball(scenario, target_ball, pocket)
     except ValueError as exc:
         return {"error": str(exc)}
 

@@ -22,8 +22,9 @@ completions and the rollouts' environments.
 from __future__ import annotations
 
 import json
+
 from poolbench_data.core.records import Scenario
-from poolbench_data.llm.tools import TOOL_NAME, run_call, tool_calls, with_tool_note
+from poolbench_data.llm.tools import tool_answer, tool_calls, with_tool_note
 from poolbench_data.prefs.reward import score_completion
 
 BOARD_COLUMNS = ("id", "category", "seed", "cue_ball", "balls")
@@ -55,13 +56,13 @@ class PoolBenchEnv:
             pocket: pocket id: lb, lc, lt, rb, rc, rt
 
         Returns:
-            JSON: the aim angle from the cue ball to the ghost ball (aimed at the pocket centre), the cut angle, the
-            balls blocking the cue ball's path and the target's path, and whether the ghost ball is free; or an error.
+            JSON: the aim angle from the cue ball to the ghost ball aimed at the pocket centre, and aimed at the
+            pocket's potting point (which pots more often), the cut angle, the balls blocking the cue ball's path
+            and the target's path, and whether the ghost ball is free; or an error.
         """
         if self.scenario is None:
             raise RuntimeError("ghost_ball called before reset: no board dealt")
-        result = run_call(self.scenario, {"name": TOOL_NAME,
-                                          "arguments": {"target_ball": target_ball, "pocket": pocket}})
+        result = tool_answer(self.scenario, target_ball, pocket)
         self.calls.append({"arguments": {"target_ball": target_ball, "pocket": pocket}, "result": result})
         return json.dumps(result)
 

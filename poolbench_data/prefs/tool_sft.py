@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poolbench_data.core.candidates import MAX_CUT, candidate
+from poolbench_data.core.candidates import MAX_CUT, candidate, candidates
 from poolbench_data.core.records import PLAYER_GROUP, Metrics, Scenario, Shot
 from poolbench_data.core.table import POCKET_IDS
 from poolbench_data.core.vocab import group_of
-from poolbench_data.llm.tools import TOOL_NAME, run_call, tool_calls, with_tool_note
+from poolbench_data.llm.tools import TOOL_NAME, run_call, tool_answer, tool_calls, with_tool_note
 from poolbench_data.players.baselines import ORACLE_SPEEDS, ORACLE_TOP_K
 from poolbench_data.players.play import play_shot
 from poolbench_data.prefs.sft import EVAL_SPLITS
@@ -78,10 +78,9 @@ class ToolDemo:
         conv = with_tool_note([messages(self.scenario)])[0]
         out = [{"role": m["role"], "content": m["content"], "context": False} for m in conv]
         for k, (ball, pocket) in enumerate(self.calls):
-            text = call_text(ball, pocket)
-            result = run_call(self.scenario, tool_calls(text)[0])
-            out.append({"role": "assistant", "content": text, "context": k < self.context_calls})
-            out.append({"role": "tool", "content": json.dumps(result), "context": False})
+            out.append({"role": "assistant", "content": call_text(ball, pocket), "context": k < self.context_calls})
+            out.append({"role": "tool", "content": json.dumps(tool_answer(self.scenario, ball, pocket)),
+                        "context": False})
         out.append({"role": "assistant", "content": self.answer, "context": False})
         return out
 
@@ -102,8 +101,6 @@ def played(scenario: Scenario, answer: str) -> tuple[Shot | None, Metrics]:
 
 def _tried(scenario: Scenario, oracle_shot: Shot | None) -> list[tuple[str, str, float]]:
     """(ball, pocket, speed) in search order: the Oracle's choice first, then the candidates cheapest first."""
-    from poolbench_data.core.candidates import candidates
-
     order, seen = [], set()
     if oracle_shot is not None and oracle_shot.target_ball and oracle_shot.target_pocket:
         key = (oracle_shot.target_ball, oracle_shot.target_pocket)
@@ -120,9 +117,11 @@ def _tried(scenario: Scenario, oracle_shot: Shot | None) -> list[tuple[str, str,
 def find_pot(scenario: Scenario, oracle_shot: Shot | None = None) -> tuple[str, str, str, Shot, Metrics] | None:
     """The first searched (ball, pocket, speed) the tool shows clear and that, written with the tool's aim,
     pots legally: (ball, pocket, answer, shot, metrics); None when no such shot exists."""
-    answers: dict[tuple[str, str], dict] = {}
+    answers: dict[tuple[str, str], dict] = {}  # one tool answer per (ball, pocket), whatever the speeds tried
     for ball, pocket, speed in _tried(scenario, oracle_shot):
-        result = answers.setdefault((ball, pocket), run_call(scenario, tool_calls(call_text(ball, pocket))[0]))
+        if (ball, pocket) not in answers:
+            answers[ball, pocket] = tool_answer(scenario, ball, pocket)
+        result = answers[ball, pocket]
         if not clear(result):
             continue
         answer = format_action(Shot(phi=result[AIM_FIELD], V0=speed, target_ball=ball, target_pocket=pocket),
@@ -139,7 +138,7 @@ def _blocked_calls(scenario: Scenario, chosen: tuple[str, str]) -> list[tuple[st
     for b in scenario.own():
         for pid in POCKET_IDS:
             if (b.id, pid) != chosen and candidate(scenario, b.id, pid, "centre", MAX_CUT) is not None:
-                if not clear(run_call(scenario, tool_calls(call_text(b.id, pid))[0])):
+                if not clear(tool_answer(scenario, b.id, pid)):
                     out.append((b.id, pid))
     return out
 
