@@ -6,6 +6,7 @@ separately, and each backend gets one untimed warm-up request.
 
     python benchmarks/bench_generation.py                      # the first 8 benchmark boards
     python benchmarks/bench_generation.py --prompts_file p.jsonl --max_tokens 300
+    python benchmarks/bench_generation.py --backends vllm --enforce_eager --reserved_cpus 1,0   # a row each
 
 A prompts file holds one conversation a line: a JSON list of
 {"role", "content"} messages, or an object with a "messages" list.
@@ -91,11 +92,22 @@ def bench_transformers(model_dir: str, prompts: list, args: argparse.Namespace) 
     return {"backend": label, "startup_s": startup, "gen_s": elapsed, "tokens": tokens}
 
 
-def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace) -> dict[str, Any]:
-    from poolbench_data.llm.vllm_backend import VLLMBackend
+def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace, reserved: str = "") -> dict[str, Any]:
+    import os
+
+    from poolbench_data.llm.vllm_backend import RESERVED_CPUS_ENV, VLLMBackend
 
     extra = {"enforce_eager": True} if args.enforce_eager else {}
-    backend = VLLMBackend(model_dir, max_model_len=args.max_model_len, kv_cache_gib=args.kv_cache_gib, **extra)
+    before = os.environ.get(RESERVED_CPUS_ENV)
+    if reserved:  # the engine's worker processes read it when they start
+        os.environ[RESERVED_CPUS_ENV] = reserved
+    try:
+        backend = VLLMBackend(model_dir, max_model_len=args.max_model_len, kv_cache_gib=args.kv_cache_gib, **extra)
+    finally:
+        if before is None:
+            os.environ.pop(RESERVED_CPUS_ENV, None)
+        else:
+            os.environ[RESERVED_CPUS_ENV] = before
     try:
         backend.generate(prompts[:1], max_tokens=4)  # warm-up
         started = time.perf_counter()
@@ -107,7 +119,7 @@ def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace) -> dict[
         backend.close()
     mode = "eager" if args.enforce_eager else "compiled"
     return {
-        "backend": f"vllm ({mode}, one batch)",
+        "backend": f"vllm ({mode}, one batch{f', reserved {reserved}' if reserved else ''})",
         "startup_s": backend.startup_s,
         "gen_s": elapsed,
         "tokens": tokens,
@@ -126,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max_model_len", type=int, default=2048)
     parser.add_argument("--kv_cache_gib", type=float, default=None)
     parser.add_argument("--enforce_eager", action="store_true", help="skip vLLM's torch.compile (faster start)")
+    parser.add_argument("--reserved_cpus", default="",
+                        help="comma list: one vLLM row per value of VLLM_CPU_NUM_OF_RESERVED_CPU, the cores the CPU "
+                             "engine keeps from its worker ('' = the project's default)")
     parser.add_argument("--hf_dtype", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--hf_threads", type=int, default=0, help="torch threads for transformers (0: default)")
     parser.add_argument("--output", type=Path, help="also write the rows as JSON here")
@@ -141,7 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         if name not in runners:
             parser.error(f"--backends: unknown backend {name!r}; choose from {sorted(runners)}")
         print(f"running {name} on {len(prompts)} prompts ...", file=sys.stderr, flush=True)
-        rows.append(runners[name](model_dir, prompts, args))
+        if name == "vllm" and args.reserved_cpus:
+            rows += [bench_vllm(model_dir, prompts, args, r.strip()) for r in args.reserved_cpus.split(",")]
+        else:
+            rows.append(runners[name](model_dir, prompts, args))
 
     print(f"\nmodel {model_dir}; {len(prompts)} prompts, max_tokens {args.max_tokens}, T={args.temperature}")
     header = f"{'backend':<32} {'start s':>8} {'gen s':>8} {'scen/s':>8} {'tokens':>7} {'tok/s':>8}"

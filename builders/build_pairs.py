@@ -4,6 +4,10 @@ Needs LLM traces on the training split first:
     .venv/bin/poolbench eval --seed 1 --n 200 --samples 4 --temperature 0.8 --split train --dataset_dir poolbench
     .venv/bin/python builders/build_pairs.py --dataset_dir poolbench
 Pairs come only from the train split: evaluation boards never enter training.
+
+Tool-track pairs (the `pairs_tools` config), from a tool-using model's own samples:
+    .venv/bin/poolbench eval --model M --tools --seed 1 --n 400 --samples 4 --temperature 0.8 --out runs/samples
+    .venv/bin/python builders/build_pairs.py --dataset_dir poolbench --tool_eval_dir runs/samples
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ class ScriptArguments(PushArguments):
     dataset_dir: str = field(default="poolbench", metadata={"help": "Dataset folder with scenarios and traces."})
     split: str = field(default="train", metadata={"help": "Split to build pairs from (never the test split)."})
     sources: str = field(default="oracle-vs-llm,on-policy", metadata={"help": "Comma-separated pair sources."})
+    tool_eval_dir: str = field(default="", metadata={"help": "Report folder (--out) of `poolbench eval --tools "
+                               "--samples K` on this split's boards: build the `pairs_tools` config from its "
+                               "tool_calls.jsonl and llm_traces.jsonl instead of `pairs` (--sources is not used)."})
 
 
 def build(args: ScriptArguments) -> None:
@@ -42,6 +49,8 @@ def build(args: ScriptArguments) -> None:
                         "use --split train")
     folder = require_dataset(Path(args.dataset_dir))
     scenarios = read_rows(folder, "scenarios", args.split)
+    if args.tool_eval_dir:
+        return build_tool_pairs(args, folder, scenarios)
     traces = read_rows(folder, "traces", args.split)
     if not any(t["player_kind"] == "llm" for t in traces):
         raise UserError(f"no LLM traces in {folder} split {args.split!r}; run `poolbench eval --split "
@@ -56,6 +65,45 @@ def build(args: ScriptArguments) -> None:
                           provenance(split=args.split, sources=sources))
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}
     print(f"pairs/{args.split}: {counts[args.split]} pairs {by} from {len(scenarios)} scenarios")
+    args.maybe_push(folder)
+
+
+def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict]) -> None:
+    import json
+    from pathlib import Path
+
+    from poolbench_data.cli.args import UserError
+    from poolbench_data.hub.update import write_config
+    from poolbench_data.prefs.tool_pairs import SOURCE, ThreadMismatch, tool_pairs
+    from poolbench_data.report.provenance import provenance
+
+    src = Path(args.tool_eval_dir)
+    files = {name: src / name for name in ("tool_calls.jsonl", "llm_traces.jsonl")}
+    missing = [str(p) for p in files.values() if not p.is_file()]
+    if missing:
+        raise UserError(f"--tool_eval_dir {src}: no {', '.join(missing)}; give the --out folder of `poolbench eval "
+                        "--tools --samples K` run on this split's boards")
+    threads, traces = ([json.loads(x) for x in p.read_text().splitlines() if x.strip()] for p in files.values())
+    ids = {s["id"] for s in scenarios}
+    foreign = sorted({t["scenario_id"] for t in threads} - ids)
+    if foreign:
+        # Pairs from boards outside the split: at best a mismatch, at worst evaluation boards in training.
+        raise UserError(f"--tool_eval_dir {src}: {len(foreign)} boards are not in {folder} split {args.split!r} "
+                        f"(e.g. {foreign[0]!r}); run the eval with the split's --seed and --n")
+    try:
+        pairs = tool_pairs(scenarios, threads, traces)
+    except ThreadMismatch as exc:
+        raise UserError(f"--tool_eval_dir {src}: {exc}") from None
+    if not pairs:
+        raise UserError(f"no pairs from {len(threads)} threads in {src} (no board's samples differed in a choice "
+                        f"and in score); {folder} is unchanged. Sample more answers a board (--samples) at a "
+                        "higher --temperature")
+    counts = write_config(folder, "pairs_tools", {args.split: pairs}, "pairs_tools",
+                          provenance(split=args.split, source=SOURCE, tool_eval_dir=str(src.resolve()),
+                                     threads=len(threads)))
+    turns = {k: sum(p["turn"] == k for p in pairs) for k in sorted({p["turn"] for p in pairs})}
+    print(f"pairs_tools/{args.split}: {counts[args.split]} pairs (by turn where the choices part: {turns}) from "
+          f"{len(threads)} threads on {len({t['scenario_id'] for t in threads})} boards of {src}")
     args.maybe_push(folder)
 
 

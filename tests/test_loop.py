@@ -128,8 +128,9 @@ def test_tool_track_json_has_the_issue_shape(tmp_path):
 
 def test_tool_track_arguments(capsys):
     loop = _loop()
-    for argv, words in ((["--track", "rl"], "--track"), (["--track", "tools", "--stages", "dpo"], "--stages"),
-                        (["--track", "tools", "--grpo_steps", "0"], "--grpo_steps")):
+    for argv, words in ((["--track", "rl"], "--track"), (["--track", "tools", "--stages", "after"], "--stages"),
+                        (["--track", "tools", "--grpo_steps", "0"], "--grpo_steps"),
+                        (["--track", "tools", "--samples", "1"], "--samples")):
         assert loop.main(argv) == 2
         err = capsys.readouterr().err
         assert words in err and len(err.strip().splitlines()) == 1, err
@@ -148,6 +149,7 @@ def test_a_missing_recipe_or_model_is_found_before_the_first_stage(tmp_path, cap
     work = tmp_path / "w"
     for argv, words in ((["--sft_recipe", "training/recipes/nope.yaml"], "--sft_recipe"),
                         (["--track", "tools", "--grpo_recipe", "nope.yaml"], "--grpo_recipe"),
+                        (["--track", "tools", "--tools_dpo_recipe", "nope.yaml"], "--tools_dpo_recipe"),
                         (["--model", str(tmp_path / "no-model")], "--model"),
                         (["--track", "tools", "--free_text_model", "./gone"], "--free_text_model")):
         assert loop.main([*argv, "--work_dir", str(work)]) == 2
@@ -165,3 +167,20 @@ def test_a_failing_stage_is_one_line_with_its_log(tmp_path, capsys):
     log = work / "logs" / "sft_data.log"
     assert err == [f"error: stage sft_data failed: build_sft.py exited with code 2; its output is in {log}"]
     assert "--dataset_dir" in log.read_text()
+
+
+def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation(tmp_path):
+    loop = _loop()
+    runner = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path), dpo_steps=0, samples=4))
+    ran = []
+    runner.run = ran.append
+    for stage in ("samples", "pairs", "dpo", "eval_dpo"):
+        runner.stage = stage
+        getattr(runner, stage)()
+    samples, pairs, dpo, evaluation = ran
+    assert "--tools" in samples and "--dataset_dir" not in samples and samples[samples.index("--samples") + 1] == "4"
+    assert pairs[pairs.index("--tool_eval_dir") + 1] == str(tmp_path / "samples")
+    assert dpo[dpo.index("--config") + 1] == "training/recipes/dpo-tools-smollm2-135m-cpu.yaml"
+    assert "--max_steps" not in dpo and dpo[dpo.index("--model_name_or_path") + 1] == str(tmp_path / "sft" / "merged")
+    assert "--tools" in evaluation and evaluation[evaluation.index("--out") + 1] == str(tmp_path / "dpo")
+    assert evaluation[evaluation.index("--model") + 1] == str(tmp_path / "dpo" / "merged")

@@ -28,6 +28,11 @@ speed and calls the ghost_ball tool for the angle.
   sft_data   builders/build_sft.py --tools: tool-use demonstrations (config sft_tools)
   sft        training/sft.py with --tools_sft_recipe, --sft_examples of them
   eval_sft   `poolbench eval --tools` of the tool-SFT model (with Random and both Heuristics)
+  samples    the tool-SFT model on --sample_n train boards, --samples tool-using conversations each
+  pairs      builders/build_pairs.py --tool_eval_dir: best against worst sample, at the turn where their
+             choices part (config pairs_tools)
+  dpo        training/dpo.py with --tools_dpo_recipe from the tool-SFT model
+  eval_dpo   `poolbench eval --tools` of the DPO model
   grpo       training/grpo.py --tool_env from the tool-SFT model, --grpo_steps steps (PoolBenchEnv)
   eval_grpo  `poolbench eval --tools` of the GRPO model
   free_text  `poolbench eval` of --free_text_model (a free-text SFT model), if given
@@ -47,7 +52,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("before", "dataset", "sft_data", "sft", "scaling", "samples", "pairs", "dpo", "after", "compare")
-TOOL_STAGES = ("dataset", "sft_data", "sft", "eval_sft", "grpo", "eval_grpo", "free_text", "results")
+TOOL_STAGES = ("dataset", "sft_data", "sft", "eval_sft", "samples", "pairs", "dpo", "eval_dpo", "grpo", "eval_grpo",
+               "free_text", "results")
 TRACKS = {"free_text": STAGES, "tools": TOOL_STAGES}
 TOOL_BASELINES = "oracle,heuristic-centre,heuristic,random"
 
@@ -66,6 +72,8 @@ class LoopArguments:
                                                       f"{STAGES} or {TOOL_STAGES}."})
     tools_sft_recipe: str = field(default="training/recipes/sft-tools-smollm2-135m-cpu.yaml",
                                   metadata={"help": "Tool-use SFT recipe (--track tools)."})
+    tools_dpo_recipe: str = field(default="training/recipes/dpo-tools-smollm2-135m-cpu.yaml",
+                                  metadata={"help": "DPO recipe on tool-use pairs (--track tools)."})
     grpo_recipe: str = field(default="training/recipes/grpo-tools-smollm2-135m-cpu.yaml",
                              metadata={"help": "GRPO recipe with the tool environment (--track tools)."})
     grpo_steps: int = field(default=4, metadata={"help": "GRPO optimizer steps (--track tools; overrides the recipe)."})
@@ -80,7 +88,8 @@ class LoopArguments:
     sample_n: int = field(default=60, metadata={"help": "Training boards the SFT model samples on."})
     samples: int = field(default=4, metadata={"help": "Responses per sampled board (on-policy pairs need >= 2)."})
     temperature: float = field(default=0.8, metadata={"help": "Sampling temperature on the training boards."})
-    dpo_steps: int = field(default=10, metadata={"help": "DPO optimizer steps (overrides the recipe)."})
+    dpo_steps: int = field(default=10, metadata={"help": "DPO optimizer steps (overrides the recipe; 0 = the "
+                                                           "recipe's epochs over every pair)."})
     # fp32: the CPU recipes merge the LoRA update into fp32 weights, and vLLM's
     # dtype "auto" casts fp32 checkpoints to bf16, which rounds most of it away.
     eval_model_args: str = field(default="dtype=float32,enforce_eager=True",
@@ -121,6 +130,7 @@ class Loop:
         self.work = Path(a.work_dir or ("runs/loop-tools" if self.tools else "runs/loop")).resolve()
         self.data = self.work / "dataset" / "poolbench"
         self.sft_recipe = a.tools_sft_recipe if self.tools else a.sft_recipe
+        self.dpo_recipe = a.tools_dpo_recipe if self.tools else a.dpo_recipe
         self.grpo_dir = self.work / "grpo"
         self.stage = ""
         self.sft_dir = self.work / "sft"
@@ -185,20 +195,24 @@ class Loop:
         out = self.work / "samples"
         if (out / "llm_traces.jsonl").exists():
             return
+        # The tool track's pairs are built from the conversations in OUT (tool_calls.jsonl), not the dataset's traces.
+        where = ["--tools"] if self.tools else ["--split", "train", "--dataset_dir", str(self.data)]
         self.run(self.cli + ["eval", "--model", str(self.sft_dir / "merged"), "--n", str(self.a.sample_n), "--seed",
                              str(self.a.train_seed), "--samples", str(self.a.samples), "--temperature",
-                             str(self.a.temperature), "--name", "policy", "--split", "train", "--model_args",
-                             self.a.eval_model_args, "--dataset_dir",
-                             str(self.data), "--out", str(out), "--boards", "0", "--quiet"])
+                             str(self.a.temperature), "--name", "policy", "--model_args", self.a.eval_model_args,
+                             *where, "--out", str(out), "--boards", "0", "--quiet"])
 
     def pairs(self):
-        if not (self.data / "data" / "pairs").exists():
-            self.run([self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data)])
+        config = "pairs_tools" if self.tools else "pairs"
+        if not (self.data / "data" / config).exists():
+            self.run([self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data),
+                      *(["--tool_eval_dir", str(self.work / "samples")] if self.tools else [])])
 
     def dpo(self):
         if not (self.dpo_dir / "merged").exists():
-            self.run([self.py, "training/dpo.py", "--config", self.a.dpo_recipe, "--dataset_name", str(self.data),
-                      "--output_dir", str(self.dpo_dir), "--max_steps", str(self.a.dpo_steps), "--model_name_or_path",
+            steps = ["--max_steps", str(self.a.dpo_steps)] if self.a.dpo_steps else []
+            self.run([self.py, "training/dpo.py", "--config", self.dpo_recipe, "--dataset_name", str(self.data),
+                      "--output_dir", str(self.dpo_dir), *steps, "--model_name_or_path",
                       str(self.sft_dir / "merged"), *self.a.extra_dpo_args.split()])
 
     def after(self):
@@ -216,6 +230,9 @@ class Loop:
 
     def eval_sft(self):
         self.eval("sft", str(self.sft_dir / "merged"))
+
+    def eval_dpo(self):
+        self.eval("dpo", str(self.dpo_dir / "merged"))
 
     def grpo(self):
         if not (self.grpo_dir / "merged").exists():
@@ -381,6 +398,8 @@ def pilot_tools_result(work: Path, data: Path) -> dict:
         "demonstrations": examples_seen(work / "sft") if (work / "sft" / "trainer_state.json").exists() else 0,
         "demonstrations_available": _config_rows(data, "sft_tools") if data.exists() else None,
         "dpo_pairs": _trained_pairs(work / "dpo"),
+        "dpo_pairs_available": (_config_rows(data, "pairs_tools") if (data / "data" / "pairs_tools").exists()
+                                else None),
         "grpo_steps": json.loads(grpo_state.read_text())["global_step"] if grpo_state.exists() else 0,
         "wall_minutes": round(_wall_minutes(work), 1),
         "machine": _machine(),
@@ -469,7 +488,8 @@ def check_inputs(loop: Loop, stages: list[str]) -> None:
     from poolbench_data.cli.args import UserError
 
     a = loop.a
-    recipes = {"sft": "tools_sft_recipe" if loop.tools else "sft_recipe", "dpo": "dpo_recipe", "grpo": "grpo_recipe"}
+    recipes = {"sft": "tools_sft_recipe" if loop.tools else "sft_recipe",
+               "dpo": "tools_dpo_recipe" if loop.tools else "dpo_recipe", "grpo": "grpo_recipe"}
     for name in (recipes[stage] for stage in stages if stage in recipes):
         if not (ROOT / getattr(a, name)).is_file():
             raise UserError(f"--{name} {getattr(a, name)}: no such recipe (paths are from the repository root, "
@@ -500,10 +520,14 @@ def main(argv=None) -> int:
                             f"choose from {', '.join(track)}")
         if a.train_seed == 0:
             raise UserError("--train_seed 0 is the evaluation set's seed; training on it would leak the test boards")
-        for name, v in (("--eval_n", a.eval_n), ("--train_n", a.train_n), ("--sample_n", a.sample_n),
-                        ("--samples", a.samples), ("--grpo_steps", a.grpo_steps)):
-            if v < 1:
-                raise UserError(f"{name} must be >= 1 (got {v})")
+        for name, v, low in (("--eval_n", a.eval_n, 1), ("--train_n", a.train_n, 1), ("--sample_n", a.sample_n, 1),
+                             ("--samples", a.samples, 1), ("--grpo_steps", a.grpo_steps, 1),
+                             ("--dpo_steps", a.dpo_steps, 0)):
+            if v < low:
+                raise UserError(f"{name} must be >= {low} (got {v})")
+        if a.track == "tools" and "pairs" in stages and a.samples < 2:
+            raise UserError(f"--samples {a.samples}: tool-track pairs are best against worst of a board's samples; "
+                            "give --samples 2 or more")
         if a.after_model not in ("dpo", "sft"):
             raise UserError(f"--after_model must be dpo or sft (got {a.after_model!r})")
         if a.sample_n > a.train_n:

@@ -43,13 +43,15 @@ def features(config: str):
             "oracle_target_ball": s, "oracle_target_pocket": s,
             "target_matches_oracle": b, "pocket_matches_oracle": b, "angle_error_deg": f64,
         })
-    if config == "pairs":
+    if config in ("pairs", "pairs_tools"):
         side = {"score": f64, "parse_status": s, **{k: v for k, v in outcome.items() if k != "foul_reasons"}}
+        # pairs_tools: the pair is the model turn `turn` (0-based) where the two threads' choices part.
+        at = {"turn": i64, "chosen_decision": s, "rejected_decision": s} if config == "pairs_tools" else {}
         return Features({
             "prompt": List(message), "chosen": List(message), "rejected": List(message),
             "scenario_id": s, "category": s, "source": s, "chosen_model": s, "rejected_model": s,
             "chosen_outcome": side, "rejected_outcome": side,
-            "chosen_score": f64, "rejected_score": f64, "margin": f64, "prompt_version": s,
+            "chosen_score": f64, "rejected_score": f64, "margin": f64, "prompt_version": s, **at,
         })
     if config == "sft":
         return Features({
@@ -68,4 +70,4 @@ def features(config: str):
     raise KeyError(config)
 
 
-CONFIGS = ("scenarios", "traces", "pairs", "sft", "sft_tools")
+CONFIGS = ("scenarios", "traces", "pairs", "sft", "sft_tools", "pairs_tools")

@@ -133,10 +133,13 @@ class ToolThread:
     text: str = ""
     calls: list[dict] = field(default_factory=list)  # {"arguments", "result"} in order
     failure: object = None  # the GenerationFailure that ended it, if any
+    turns: list[str] = field(default_factory=list)  # the model's text of each turn that called, in order
 
     def to_row(self, scenario_id: str, player: str) -> dict:
+        # `turns` + `final_response` are every word the model wrote: preference pairs rebuild the
+        # conversation from them (prefs.tool_pairs).
         return {"scenario_id": scenario_id, "player": player, "sample": self.sample, "calls": self.calls,
-                "final_response": self.text, "request_failed": self.failure is not None}
+                "turns": self.turns, "final_response": self.text, "request_failed": self.failure is not None}
 
 
 def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], backend, settings: EvalSettings, *,
@@ -158,6 +161,7 @@ def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], back
             break
         for t in live:
             made = tool_calls(t.text)
+            t.turns.append(t.text)
             ids = [f"call_{len(t.calls) + k}" for k in range(len(made))]
             t.conv.append({"role": "assistant", "content": t.text, "tool_calls": [
                 {"id": cid, "type": "function", "function": {"name": str(c.get("name")),

@@ -21,6 +21,8 @@ GiB = 1 << 30
 # What a CPU engine reserves for its KV cache unless told otherwise: plenty for
 # a 135M model at 4k context (~23 KB a token), small enough for a 2-core CI box.
 DEFAULT_CPU_KV_CACHE_GIB = 1.0
+# The cores vLLM's CPU engine keeps from its model worker for the scheduler process (default: 1 on x86).
+RESERVED_CPUS_ENV = "VLLM_CPU_NUM_OF_RESERVED_CPU"
 
 
 def on_cpu() -> bool:

@@ -54,10 +54,11 @@ def _outcome(row: dict) -> dict:
 
 
 def _pair(scenario: dict, chosen_text: str, rejected_text: str, chosen: dict, rejected: dict, source: str,
-          chosen_model: str, rejected_model: str) -> dict:
+          chosen_model: str, rejected_model: str, prompt: list[dict] | None = None) -> dict:
+    """One pair row; `prompt` defaults to the board's (system, user) messages."""
     cs, rs = fine_score(chosen), fine_score(rejected)
     return {
-        "prompt": scenario["prompt"],
+        "prompt": scenario["prompt"] if prompt is None else prompt,
         "chosen": [{"role": "assistant", "content": chosen_text}],
         "rejected": [{"role": "assistant", "content": rejected_text}],
         "scenario_id": scenario["id"], "category": scenario["category"], "source": source,

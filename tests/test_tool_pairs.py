@@ -1,0 +1,210 @@
+"""Tool-track preference pairs (the `pairs_tools` config) from a tool-using
+model's own samples.
+
+The samples come from the real `poolbench eval --tools --samples 4` on a
+dataset's train boards, against a loopback OpenAI-compatible server whose
+scripted "model" answers the four samples differently: the Oracle's ball and
+pocket; the same call worded differently, then a soft shot; the same ball at
+another pocket; prose. The tool, the parser and the simulator are the
+project's own; the pairs are built by `builders/build_pairs.py --tool_eval_dir`
+and read back with `load_dataset`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from poolbench_data.cli import main as poolbench
+from poolbench_data.core.records import Scenario, Shot
+from poolbench_data.core.table import POCKET_IDS
+from poolbench_data.llm.tools import TOOL_NOTE, run_call, tool_answer, tool_calls
+from poolbench_data.prefs.tool_sft import call_text, clear
+from poolbench_data.protocol.prompts import format_action
+from test_experiments import _Recorder, recording_server
+from test_tool_sft import _load
+
+REPO = Path(__file__).resolve().parents[1]
+SOFT = 2.0  # the second sample's speed
+
+
+build_pairs = _load("builders/build_pairs")
+
+
+class _Sampler(_Recorder):
+    """Answers a request for n samples with n different messages: server.reply(messages, i)."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        self.server.requests.append(body)
+        choices = [{"index": i, "message": self.server.reply(body["messages"], i), "finish_reason": "stop"}
+                   for i in range(body.get("n", 1))]
+        self._send(200, {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": choices,
+                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+
+
+def _structured(ball: str, pocket: str) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": [{"id": "x", "type": "function", "function": {
+        "name": "ghost_ball", "arguments": json.dumps({"target_ball": ball, "pocket": pocket})}}]}
+
+
+def scripted_model(rows: list[dict]):
+    boards = {r["prompt"][1]["content"]: r for r in rows}
+
+    def reply(messages: list[dict], i: int) -> dict:
+        row = boards[messages[1]["content"]]
+        s, oracle = Scenario.from_row(row), Shot.from_row(row["oracle_shot"])
+        ball, pocket = oracle.target_ball, oracle.target_pocket
+        if messages[-1]["role"] == "user":  # the first turn: four different samples
+            others = [p for p in POCKET_IDS if p != pocket]
+            other = next((p for p in others if not clear(tool_answer(s, ball, p))), others[0])
+            return [_structured(ball, pocket), {"role": "assistant", "content": "Checking. " + call_text(ball, pocket)},
+                    _structured(ball, other), {"role": "assistant", "content": "no idea"}][i % 4]
+        result = json.loads(messages[-1]["content"])
+        speed = SOFT if messages[2]["content"].startswith("Checking.") else oracle.V0
+        shot = Shot(phi=result["potting_point_aim_angle_deg"], V0=speed, target_ball=result["target_ball"],
+                    target_pocket=result["pocket"])
+        return {"role": "assistant", "content": format_action(shot, s)}
+
+    return reply
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory):
+    """(dataset folder, eval --out folder): 8 train boards, 4 tool-using samples on each."""
+    from poolbench_data.hub.build import build_benchmark
+    from poolbench_data.hub.folder import read_rows
+
+    root = tmp_path_factory.mktemp("pbpairs") / "poolbench"
+    build_benchmark(root, eval_n=1, train_n=8, train_seed=3, players=("oracle",), progress=False)
+    out = tmp_path_factory.mktemp("samples")
+    with recording_server(scripted_model(read_rows(root, "scenarios", "train")), _Sampler) as (url, _):
+        assert poolbench(["eval", "--backend", "openai", "--base_url", url, "--model", "m", "--tools", "--seed", "3",
+                          "--n", "8", "--samples", "4", "--temperature", "0.8", "--baselines", "random",
+                          "--boards", "0", "--out", str(out), "--quiet"]) == 0
+    return root, out
+
+
+@pytest.fixture(scope="module")
+def pairs(sampled) -> list[dict]:
+    from datasets import load_dataset
+
+    root, out = sampled
+    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out)]) == 0
+    return list(load_dataset(str(root), "pairs_tools", split="train"))
+
+
+def test_threads_record_every_word_the_model_wrote(sampled):
+    _, out = sampled
+    threads = [json.loads(x) for x in (out / "tool_calls.jsonl").read_text().splitlines()]
+    assert len(threads) == 32
+    worded = [t for t in threads if t["sample"] == 1]
+    assert all(t["turns"][0].startswith("Checking. <tool_call>") for t in worded)
+    assert all(t["turns"] == [] and t["final_response"] == "no idea" for t in threads if t["sample"] == 3)
+
+
+def test_pairs_part_where_the_choices_do_and_the_physics_orders_them(pairs):
+    assert pairs and {p["source"] for p in pairs} == {"tool-on-policy"}
+    assert {p["turn"] for p in pairs} == {0, 1}  # a different pocket called; the same call, a softer answer
+    for p in pairs:
+        assert p["chosen_score"] > p["rejected_score"] and p["margin"] > 0
+        assert p["chosen_outcome"]["score"] == p["chosen_score"]
+        assert p["prompt"][0]["role"] == "system" and p["prompt"][0]["content"].endswith(TOOL_NOTE)
+        (chosen,), (rejected,) = p["chosen"], p["rejected"]
+        assert chosen["role"] == rejected["role"] == "assistant" and "no idea" not in (chosen["content"],
+                                                                                         rejected["content"])
+        assert p["chosen_decision"] != p["rejected_decision"]
+        if p["turn"] == 0:  # the first call: the prompt is the board, both sides call the tool
+            assert [m["role"] for m in p["prompt"]] == ["system", "user"]
+            assert tool_calls(chosen["content"]) and tool_calls(rejected["content"])
+        else:  # the answer after the tool's result: the same call before it, a different speed
+            assert [m["role"] for m in p["prompt"]][-2:] == ["assistant", "tool"]
+            speeds = {json.loads(side["content"])["cue_speed"] for side in (chosen, rejected)}
+            assert SOFT in speeds and len(speeds) == 2
+
+
+def test_every_tool_turn_in_a_prompt_is_the_tools_answer(pairs, sampled):
+    from poolbench_data.hub.folder import read_rows
+
+    boards = {r["id"]: Scenario.from_row(r) for r in read_rows(sampled[0], "scenarios", "train")}
+    for p in pairs:
+        msgs = p["prompt"]
+        for k, m in enumerate(msgs):
+            if m["role"] == "tool":
+                (call,) = tool_calls(msgs[k - 1]["content"])
+                assert json.loads(m["content"]) == run_call(boards[p["scenario_id"]], call)
+
+
+def _rewritten(out: Path, dest: Path, edit) -> Path:
+    shutil.copytree(out, dest)
+    path = dest / "tool_calls.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(edit(r)) + "\n" for r in rows))
+    return dest
+
+
+def _fails(capsys, *argv) -> str:
+    assert build_pairs.main(list(argv)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+    return err
+
+
+def test_bad_sample_folders_are_refused_in_one_line(sampled, tmp_path, capsys):
+    root, out = sampled
+    err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(tmp_path / "nowhere"))
+    assert "--tool_eval_dir" in err and "tool_calls.jsonl" in err
+
+    def tamper(r):  # a tool answer the tool does not give (another tool version)
+        for c in r["calls"]:
+            if "aim_angle_deg" in c["result"]:
+                c["result"]["aim_angle_deg"] += 1
+        return r
+
+    err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(_rewritten(out, tmp_path / "t", tamper)))
+    assert "recorded tool answer differs" in err
+    err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir",
+                 str(_rewritten(out, tmp_path / "f", lambda r: {**r, "scenario_id": "pb0-000000"})))
+    assert "not in" in err and "pb0-000000" in err
+    old = _rewritten(out, tmp_path / "o", lambda r: {k: v for k, v in r.items() if k != "turns"})
+    assert "no `turns`" in _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(old))
+
+
+# --- DPO on the pairs: the tools recipe, the tiny model -------------------------
+
+
+@pytest.fixture(scope="module")
+def datasets_cache(tmp_path_factory):
+    """An empty `datasets` cache: a folder named `poolbench` built by an earlier run would be read from it."""
+    import datasets
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("hf_datasets_cache"))
+        yield
+
+
+@pytest.mark.slow
+def test_dpo_recipe_trains_on_the_model_turn_only(pairs, sampled, datasets_cache, tmp_path):
+    pytest.importorskip("trl")
+    from tiny_model import build_tiny_model
+
+    dpo = _load("training/dpo")
+    model = build_tiny_model(tmp_path / "tiny", seed=0)
+    argv = ["--config", str(REPO / "training" / "recipes" / "dpo-tools-smollm2-135m-cpu.yaml"),
+            "--model_name_or_path", str(model), "--dataset_name", str(sampled[0]), "--output_dir",
+            str(tmp_path / "dpo"), "--max_steps", "2", "--gradient_accumulation_steps", "1", "--save_steps", "100",
+            "--disable_tqdm", "true"]
+    parsed = dpo.make_parser().parse_args_and_config(argv)
+    trainer, tokenizer, setup = dpo.make_trainer(*parsed)
+    assert setup["kept"] == len(pairs)
+    for row, raw in zip(trainer.train_dataset, pairs):
+        prompt = tokenizer.apply_chat_template(raw["prompt"], tokenize=False, add_generation_prompt=True)
+        assert tokenizer.decode(row["prompt_ids"]) == prompt  # the tool's answers sit in the prompt, unscored
+        for side in ("chosen", "rejected"):
+            assert tokenizer.decode(row[f"{side}_ids"]) == raw[side][0]["content"] + "<|im_end|>\n"
+        assert "ref_chosen_logps" in row  # precomputed once, no reference model held
+    result = dpo.main(argv)
+    assert result.metrics["train_pairs"] == len(pairs) and (tmp_path / "dpo" / "merged").is_dir()
