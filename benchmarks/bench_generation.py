@@ -93,21 +93,11 @@ def bench_transformers(model_dir: str, prompts: list, args: argparse.Namespace) 
 
 
 def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace, reserved: str = "") -> dict[str, Any]:
-    import os
-
-    from poolbench_data.llm.vllm_backend import RESERVED_CPUS_ENV, VLLMBackend
+    from poolbench_data.llm.vllm_backend import RESERVED_CPUS_ENV, VLLMBackend, environment
 
     extra = {"enforce_eager": True} if args.enforce_eager else {}
-    before = os.environ.get(RESERVED_CPUS_ENV)
-    if reserved:  # the engine's worker processes read it when they start
-        os.environ[RESERVED_CPUS_ENV] = reserved
-    try:
+    with environment({RESERVED_CPUS_ENV: reserved} if reserved else {}):  # read as the engine starts
         backend = VLLMBackend(model_dir, max_model_len=args.max_model_len, kv_cache_gib=args.kv_cache_gib, **extra)
-    finally:
-        if before is None:
-            os.environ.pop(RESERVED_CPUS_ENV, None)
-        else:
-            os.environ[RESERVED_CPUS_ENV] = before
     try:
         backend.generate(prompts[:1], max_tokens=4)  # warm-up
         started = time.perf_counter()

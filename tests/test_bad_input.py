@@ -327,6 +327,44 @@ def test_workers_and_resource_tracker_die_with_a_killed_parent():
         proc.wait(timeout=10)
 
 
+def _descendants(pid) -> dict:
+    found, todo = {}, [pid]
+    while todo:
+        for child, cmd in _children(todo.pop()).items():
+            if child not in found:
+                found[child] = cmd
+                todo.append(child)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_terminated_eval_shuts_the_vllm_engine_down(tmp_path):
+    # SIGTERM (a scheduler's stop) used to end the CLI at once and leave vLLM's EngineCore and Worker running.
+    proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "eval", "--n", "50", "--baselines", "random",
+                             "--out", str(tmp_path / "eval"), "--quiet"], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen: dict = {}
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not any("Worker" in c for c in seen.values()):
+            seen.update(_descendants(proc.pid))
+            time.sleep(0.2)
+        assert any("EngineCore" in c for c in seen.values()) and any("Worker" in c for c in seen.values()), seen
+        time.sleep(3)
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(p) for p in seen):
+            time.sleep(0.2)
+        assert not [c for p, c in seen.items() if _alive(p)]
+    finally:
+        for p in [proc.pid, *seen]:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
 # --- 4. compare ------------------------------------------------------------------
 
 def _trace(sid, player, contact, sample=0):

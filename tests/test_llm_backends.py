@@ -10,6 +10,7 @@ would mostly measure each other.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -111,6 +112,22 @@ def test_resolve_model(tmp_path: Path, model_dir: Path) -> None:
         resolve_model(str(gguf))
     with pytest.raises(ValueError, match="empty"):
         resolve_model(" ")
+
+
+def test_a_small_cpu_reserves_no_core_unless_told(monkeypatch) -> None:
+    from poolbench_data.llm import vllm_backend as vb
+
+    monkeypatch.delenv(vb.RESERVED_CPUS_ENV, raising=False)
+    monkeypatch.setattr(vb.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert vb.cpu_engine_env() == {vb.RESERVED_CPUS_ENV: "0"}
+    monkeypatch.setattr(vb.os, "sched_getaffinity", lambda pid: set(range(vb.SMALL_CPU_CORES + 1)))
+    assert vb.cpu_engine_env() == {}
+    monkeypatch.setattr(vb.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setenv(vb.RESERVED_CPUS_ENV, "1")  # the user's word stands
+    assert vb.cpu_engine_env() == {}
+    with vb.environment({"POOLBENCH_PROBE": "x"}):
+        assert os.environ["POOLBENCH_PROBE"] == "x"
+    assert "POOLBENCH_PROBE" not in os.environ
 
 
 def test_request_seed_is_stable() -> None:
@@ -227,6 +244,21 @@ class TestVLLMBackend:
         assert result.failures == () and all(t[0].strip() for t in result.texts)
         short = backend.generate([asked], n=1, max_tokens=1).usage["prompt_tokens"]
         assert result.usage["prompt_tokens"] - short >= short + 10  # the tool's answer is in the second prompt
+
+    @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+    def test_the_worker_gets_every_core_of_a_small_machine(self, backend: VLLMBackend) -> None:
+        from test_bad_input import _descendants
+
+        from poolbench_data.llm.vllm_backend import RESERVED_CPUS_ENV, SMALL_CPU_CORES
+
+        cores = len(os.sched_getaffinity(0))
+        if backend.settings()["device"] != "cpu" or cores > SMALL_CPU_CORES or RESERVED_CPUS_ENV in os.environ:
+            pytest.skip("vLLM's own reservation applies")
+        (worker,) = [p for p, cmd in _descendants(os.getpid()).items() if "Worker" in cmd]
+        env = dict(kv.split("=", 1) for kv in Path(f"/proc/{worker}/environ").read_text().split("\0") if "=" in kv)
+        assert env["OMP_NUM_THREADS"] == str(cores)  # vLLM would give it cores - 1
+        assert backend.settings()["engine_env"] == {RESERVED_CPUS_ENV: "0"}
+        assert RESERVED_CPUS_ENV not in os.environ  # set only while the engine started
 
     def test_settings(self, backend: VLLMBackend) -> None:
         settings = backend.settings()

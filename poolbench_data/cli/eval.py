@@ -11,6 +11,7 @@ from pathlib import Path
 
 from poolbench_data.cli import eval_experiments, eval_outputs
 from poolbench_data.cli.args import UserError
+from poolbench_data.core.shutdown import terminate_as_exit
 
 
 def add_arguments(p) -> None:
@@ -223,7 +224,8 @@ def run(args) -> int:
                             max_tokens=args.max_tokens, seed=args.gen_seed, structured=args.structured,
                             few_shot=args.few_shot)
     t1 = time.perf_counter()
-    with engine_logs(out / "engine.log", verbose=args.verbose) as progress:
+    # SIGTERM while the engine runs is an exit, so `finally` shuts its worker processes down (else they outlive us).
+    with engine_logs(out / "engine.log", verbose=args.verbose) as progress, terminate_as_exit():
         backend = _make_backend(args, model, [s.id for s in scenarios], name)
         try:
             convs = conversations(scenarios, settings.few_shot)

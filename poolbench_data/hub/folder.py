@@ -17,13 +17,12 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import sys
-import threading
 from collections.abc import Iterable
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from poolbench_data.core.shutdown import terminate_as_exit
 from poolbench_data.hub.features import CONFIGS, features
 
 ROWS_PER_SHARD = {"scenarios": 2000, "traces": 5000, "pairs": 5000, "sft": 5000, "sft_tools": 5000, "pairs_tools": 5000}
@@ -242,24 +241,6 @@ def _swap_into_place(staging: Path, out: Path) -> None:
 
 
 @contextmanager
-def _terminate_as_exit():
-    """SIGTERM (a scheduler's stop, `kill`) raises SystemExit while staging, so the staging folder is removed
-    at once rather than by the next run. Only the main thread may set handlers; elsewhere nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum, frame):
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
 def staged_folder(out: Path, *, overwrite: bool = False, update: bool = False, field: str = "--output_dir",
                   wait: float = 0.0):
     """Yield a staging folder that replaces `out` only if the block succeeds.
@@ -282,7 +263,7 @@ def staged_folder(out: Path, *, overwrite: bool = False, update: bool = False, f
         if update and not out.exists():
             raise FileNotFoundError(f"dataset folder {out} does not exist; build it first (builders/build_dataset.py)")
         staging = sibling(out, f"{STAGING}-{os.getpid()}-{secrets.token_hex(4)}")
-        with _terminate_as_exit():
+        with terminate_as_exit():
             try:
                 if update:
                     shutil.copytree(out, staging)

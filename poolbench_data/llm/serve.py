@@ -26,6 +26,7 @@ from poolbench_data.llm.vllm_backend import (
     COMPACT_JSON_CONFIG,
     DEFAULT_CPU_KV_CACHE_GIB,
     GiB,
+    cpu_engine_env,
     cpu_safe_engine_kwargs,
     on_cpu,
 )
@@ -120,7 +121,8 @@ def local_server(
     base_url = f"http://127.0.0.1:{port}/v1"
     with log.open("wb") as log_fh:
         proc = subprocess.Popen(
-            cmd, stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            cmd, stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            env={**os.environ, **(cpu_engine_env() if on_cpu() else {})},
         )
     try:
         deadline = time.monotonic() + startup_timeout_s

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gc
+import os
 import time
+from contextlib import contextmanager
 from typing import Any
 
 from poolbench_data.llm.backend import (
@@ -22,7 +24,34 @@ GiB = 1 << 30
 # a 135M model at 4k context (~23 KB a token), small enough for a 2-core CI box.
 DEFAULT_CPU_KV_CACHE_GIB = 1.0
 # The cores vLLM's CPU engine keeps from its model worker for the scheduler process (default: 1 on x86).
+# On 2 cores that halves the compute while the scheduler mostly waits: generation ran 1.6-1.7x faster
+# with none reserved (benchmarks/bench_generation.py --reserved_cpus; docs/benchmarks.md).
 RESERVED_CPUS_ENV = "VLLM_CPU_NUM_OF_RESERVED_CPU"
+SMALL_CPU_CORES = 4  # up to this many cores the worker gets them all
+
+
+def cpu_engine_env() -> dict[str, str]:
+    """What the CPU engine's processes should start with: no core reserved on a small machine, unless the
+    caller's environment says otherwise."""
+    if RESERVED_CPUS_ENV in os.environ or len(os.sched_getaffinity(0)) > SMALL_CPU_CORES:
+        return {}
+    return {RESERVED_CPUS_ENV: "0"}
+
+
+@contextmanager
+def environment(values: dict[str, str]):
+    """os.environ with `values` set inside the block (child processes started there inherit them), as before
+    after it."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def on_cpu() -> bool:
@@ -96,8 +125,10 @@ class VLLMBackend:
             kwargs["kv_cache_memory_bytes"] = int(kv_cache_gib * GiB)
         kwargs.update(engine_kwargs)  # the caller has the last word
         self.engine_kwargs = kwargs
+        self.engine_env = cpu_engine_env() if self.cpu else {}
         started = time.perf_counter()
-        self.llm: Any = LLM(**kwargs)
+        with environment(self.engine_env):  # read by the engine's processes as they start
+            self.llm: Any = LLM(**kwargs)
         self.startup_s = time.perf_counter() - started
 
     def settings(self) -> dict[str, Any]:
@@ -112,6 +143,7 @@ class VLLMBackend:
             "engine_kwargs": {k: (v if k != "reasoning_config" else f"{v.reasoning_start_str} ... {v.reasoning_end_str}")
                               for k, v in self.engine_kwargs.items() if k != "model"},
             "thinking_token_budget": self.thinking_token_budget,
+            "engine_env": self.engine_env,
         }
 
     def _sampling_params(
