@@ -8,12 +8,14 @@ stays cheap):
     shot = oracle(board).shot                   # the ghost-ball Oracle's Shot
     metrics = score(simulate(board, shot))      # the paper's four metrics
     parse_action('{"target_ball": "3", ...}', board).shot
+    evaluate(EvalConfig(n=10)).report           # a language model on 10 boards (vLLM)
 
 Subpackages, in the order the data flows (each imports only those before it):
 core (records, table, geometry, physics, scoring) -> boards (generation,
 categories, pottability) -> players (baselines, the play loop, diagnostics)
 and protocol (prompts, parsing) -> llm (backends, the LLM player) and report
-(tables, stats, rendering) -> hub (datasets) and prefs (pairs, rewards) -> cli.
+(tables, stats, rendering) -> hub (datasets) and prefs (pairs, rewards) ->
+evaluation (`evaluate(config)`) -> cli.
 
 Heavy dependencies (vllm, torch, trl) are imported lazily inside the modules
 that need them, so the core runs without them.
@@ -30,6 +32,7 @@ _API = {
     "play_shot": "players.play", "run_baselines": "players.play", "ShotRecord": "players.play",
     "messages": "protocol.prompts", "format_action": "protocol.prompts", "parse_action": "protocol.parsing",
     "make_backend": "llm.registry", "evaluate_model": "llm.player",
+    "evaluate": "evaluation", "EvalConfig": "evaluation", "EvalResult": "evaluation",
 }
 __all__ = sorted(_API)
 

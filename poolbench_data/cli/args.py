@@ -13,11 +13,7 @@ import typing
 from collections.abc import Callable
 from pathlib import Path
 
-from poolbench_data.core.vocab import MAX_SEED
-
-
-class UserError(ValueError):
-    """A mistake in the user's input: printed as one line, exit code 2."""
+from poolbench_data.core.errors import UserError, check_at_least, check_output_file, check_seed  # noqa: F401
 
 
 # Mistakes our checks report with a message that names the field and the fix.
@@ -54,33 +50,3 @@ def run_main(fn: Callable[[], int | None]) -> int:
     except USER_ERRORS as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-
-
-def check_output_file(path: str, flag: str = "--out") -> Path:
-    """Make sure `path` can be written before any work starts, so a run's
-    results are never lost to a typo: parent folders are created, and an
-    existing file is left untouched until the results replace it."""
-    out = Path(path)
-    fix = f"give {flag} a file path in a folder you can write to"
-    if out.is_dir():
-        raise UserError(f"{flag} {path} is a folder; {fix}, e.g. {out / 'results.json'}")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if out.exists():
-            open(out, "a").close()  # append mode: the probe changes nothing
-        else:
-            open(out, "x").close()
-            out.unlink()
-    except OSError as e:
-        raise UserError(f"{flag} {path} cannot be written ({e.strerror or e}); {fix}") from None
-    return out
-
-
-def check_at_least(flag: str, value: int, low: int) -> None:
-    if value < low:
-        raise UserError(f"{flag} must be >= {low} (got {value})")
-
-
-def check_seed(flag: str, value: int) -> None:
-    if not 0 <= value <= MAX_SEED:
-        raise UserError(f"{flag} must be in [0, 2**63 - 1] (got {value}); seeds are stored as int64")

@@ -6,7 +6,6 @@ generated (the replay backend)."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from poolbench_data.cli.args import UserError
@@ -56,8 +55,10 @@ def row_problem(r: dict) -> str | None:
 
 
 def run(args) -> int:
-    from poolbench_data.cli import eval as eval_cmd
-    from poolbench_data.report.compare import by_shot, load_traces, one_player
+    from poolbench_data.cli.eval import exit_code
+    from poolbench_data.evaluation import EvalConfig, evaluate
+    from poolbench_data.players.traces import load_traces
+    from poolbench_data.report.compare import by_shot, one_player
 
     path = Path(args.traces)
     if not path.is_file():
@@ -73,15 +74,9 @@ def run(args) -> int:
                             "`poolbench eval` wrote, unedited")
     by_shot(rows, str(path))
     seed, n = boards_of(rows)
-    samples = 1 + max(r["sample"] for r in rows)
     first = rows[0]
-    p = argparse.ArgumentParser()
-    eval_cmd.add_arguments(p)
-    eval_args = p.parse_args([])
-    eval_args.__dict__.update(backend="replay", responses=str(path), name=args.name, model=args.name or first["player"],
-                              n=n, seed=seed, samples=samples, temperature=first["temperature"] or 0.0,
-                              out=args.out or str(path.parent) + "_rescored", boards=0, quiet=True,
-                              max_failed_share=args.max_failed_share)
-    if args.name is None:
-        eval_args.name = first["player"]
-    return eval_cmd.run(eval_args)
+    config = EvalConfig(backend="replay", responses=str(path), name=args.name or first["player"],
+                        model=args.name or first["player"], n=n, seed=seed, samples=1 + max(r["sample"] for r in rows),
+                        temperature=first["temperature"] or 0.0, out=args.out or str(path.parent) + "_rescored",
+                        boards=0, quiet=True, max_failed_share=args.max_failed_share)
+    return exit_code(evaluate(config))

@@ -8,6 +8,7 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
+from poolbench_data.core.errors import UserError
 from poolbench_data.llm.backend import (
     Conversation,
     GenerationFailure,
@@ -257,3 +258,29 @@ def _engine_dead(exc: BaseException) -> bool:
     except ImportError:  # a vLLM that moved it: treat nothing as fatal
         return False
     return isinstance(exc, EngineDeadError)
+
+
+def parse_model_args(text: str) -> dict:
+    """'dtype=float32,enforce_eager=True,tensor_parallel_size=2' -> engine kwargs
+    (ints, floats, booleans and None read as such, anything else as a string)."""
+    out: dict = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--model_args item {item!r} is not key=value; write e.g. dtype=float32,enforce_eager=True")
+        out[key.strip()] = _value(value.strip())
+    return out
+
+
+def _value(text: str):
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

@@ -3,7 +3,9 @@ evaluator's llm_traces.jsonl. One writer for both."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from pathlib import Path
 
 from poolbench_data.core.records import Shot
 from poolbench_data.players.diagnostics import fired, oracle_diagnostics, played_shot
@@ -38,3 +40,27 @@ def trace_row(rec: ShotRecord, oracle_shot: Shot | None, *, model: str | None = 
 def oracle_shots(records: Iterable[ShotRecord]) -> dict[str, Shot]:
     """{scenario id: the Oracle's shot}, the reference every diagnostic uses."""
     return {r.scenario_id: r.shot for r in records if r.player == "oracle"}
+
+
+FIX = "pass the llm_traces.jsonl of a `poolbench eval` run"
+
+
+def load_traces(path: Path) -> list[dict]:
+    """The rows of an llm_traces.jsonl. A file that is not one is an error
+    naming the file, the line and the fix (an empty file is no rows)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist or is not a file; {FIX}")
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except (ValueError, RecursionError):
+                raise ValueError(f"{path}: line {i} is not JSON; {FIX}") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}: line {i} is not a JSON object; {FIX}")
+            rows.append(row)
+    return rows

@@ -3,38 +3,16 @@ McNemar tests on the paired outcomes (same scenario, same sample index)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from poolbench_data.players.traces import FIX, load_traces
 from poolbench_data.report.stats import mcnemar_exact, wilson
 
 METRICS = (("legal_contact", "Contact"), ("own_potted", "Potted"), ("clean_pot", "Clean pot"), ("foul", "Foul"))
 
 
-FIX = "pass the llm_traces.jsonl of a `poolbench eval` run"
 FIELDS = ("scenario_id", "sample", "parse_status") + tuple(m for m, _ in METRICS)
-
-
-def load_traces(path: Path) -> list[dict]:
-    """The rows of an llm_traces.jsonl. A file that is not one is an error
-    naming the file, the line and the fix (an empty file is no rows)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist or is not a file; {FIX}")
-    rows = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except (ValueError, RecursionError):
-                raise ValueError(f"{path}: line {i} is not JSON; {FIX}") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}: line {i} is not a JSON object; {FIX}")
-            rows.append(row)
-    return rows
 
 
 def one_player(rows: Sequence[dict], where: str, player: str | None = None, flag: str = "--player",

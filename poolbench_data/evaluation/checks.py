@@ -1,0 +1,129 @@
+"""An evaluation's config checked before any work (no simulation, no engine start): bad numbers, bad model,
+server down, prompts too long, a dataset folder the results cannot be added to. Each mistake is one
+UserError naming the flag and the fix."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+from poolbench_data.core.errors import UserError, check_seed
+from poolbench_data.evaluation import experiments
+from poolbench_data.llm.registry import backend_spec
+
+
+def check_config(config) -> str:
+    """Everything that needs no boards; returns the model's id."""
+    from poolbench_data.llm.vllm_backend import parse_model_args
+
+    spec = backend_spec(config.backend)
+    for flag, value, low in (("--n", config.n, 1), ("--samples", config.samples, 1),
+                             ("--max_tokens", config.max_tokens, 1), ("--few_shot", config.few_shot, 0),
+                             ("--boards", config.boards, 0), ("--max_model_len", config.max_model_len, 1),
+                             ("--retries", config.retries, 0)):
+        if value < low:
+            raise UserError(f"{flag} must be >= {low} (got {value})")
+    check_seed("--seed", config.seed)
+    check_sampling(config, spec)
+    for flag, value in (("--request_timeout", config.request_timeout), ("--timeout", config.timeout)):
+        if not (value > 0 and math.isfinite(value)):
+            raise UserError(f"{flag} must be a number of seconds > 0 (got {value})")
+    if not 0.0 <= config.max_failed_share <= 1.0:
+        raise UserError(f"--max_failed_share must be a share in [0, 1] (got {config.max_failed_share})")
+    parse_model_args(config.model_args)  # a malformed item fails here, not after the baselines
+    experiments.check(config, spec)
+    return spec.resolve(config)
+
+
+def check_sampling(config, spec) -> None:
+    """What the engines refuse, refused before the baselines and the engine
+    start: vLLM's SamplingParams (0.32) and the OpenAI API take temperatures
+    in [0, 2] only, and vLLM decodes greedily at 0, which has one answer."""
+    t = config.temperature
+    if t < 0:
+        raise UserError(f"--temperature must be >= 0 (got {t})")
+    if not t <= 2.0:  # also nan and inf
+        raise UserError(f"--temperature must be a number in [0, 2] (got {t}); pass e.g. the paper's 0.2")
+    if not spec.greedy_at_zero:
+        return
+    if config.samples > 1 and t < 1e-5:  # vLLM's _SAMPLING_EPS
+        raise UserError(f"--samples {config.samples} needs --temperature > 0: at 0 vLLM decodes greedily, which "
+                        "gives one answer; pass --samples 1 or a --temperature such as 0.2")
+    limit = os.environ.get("VLLM_MAX_N_SEQUENCES", "16384")
+    if limit.isdigit() and config.samples > int(limit):
+        raise UserError(f"--samples must be at most {limit} (vLLM's VLLM_MAX_N_SEQUENCES; got {config.samples})")
+
+
+def check_name(config, name: str, baselines: list[str]) -> None:
+    """A model named like a baseline would share its rows in every table and trace file."""
+    from poolbench_data.players import BASELINES
+
+    if name in BASELINES or name in baselines:
+        which = f"--name {name}" if config.name else f"the model's name {name!r} (its folder's name)"
+        raise UserError(f"{which} is a baseline's name, so the model's rows would merge with that baseline's; "
+                        "pass --name something-else")
+
+
+def _has_tokenizer(model: str) -> bool:
+    folder = Path(model)
+    return folder.is_dir() and any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+
+
+def check_context(config, model: str, scenarios) -> None:
+    """Every prompt plus --max_tokens must fit in --max_model_len: vLLM would
+    otherwise cut answers short without a word, a server refuse them."""
+    from poolbench_data.llm.player import conversations, few_shot_examples, load_tokenizer, prompt_tokens
+    from poolbench_data.protocol.prompts import messages
+
+    how = backend_spec(config.backend).tokenizer
+    if how == "none":
+        return
+    if how == "if-local" and not _has_tokenizer(model):
+        print(f"note: prompt lengths not checked against --max_model_len: --model {model} is not a local folder "
+              "with a tokenizer (the server refuses a prompt too long for it)", file=sys.stderr)
+        return
+    try:
+        tokenizer = load_tokenizer(model)
+    except Exception as exc:  # noqa: BLE001 - the engine will name what is wrong with the model
+        print(f"note: prompt lengths not checked: no tokenizer loads from {model} ({type(exc).__name__})",
+              file=sys.stderr)
+        return
+    budget = config.max_model_len - config.max_tokens
+    longest = max(prompt_tokens(tokenizer, conversations(scenarios, config.few_shot)))
+    growth, flag = experiments.context_growth(config)
+    if longest + growth <= budget:
+        return
+    if longest <= budget:
+        raise UserError(f"{flag} keeps up to {growth} more tokens in the conversation than the first prompt (up to "
+                        f"{longest} tokens), which with --max_tokens {config.max_tokens} exceeds --max_model_len "
+                        f"{config.max_model_len}; lower {flag.split()[0]} or raise --max_model_len to "
+                        f"{longest + growth + config.max_tokens}")
+    top = max(5, config.few_shot)
+    examples = few_shot_examples(top)
+    by_k = {k: max(prompt_tokens(tokenizer, [messages(s, examples[:k]) for s in scenarios])) for k in range(top + 1)}
+    by_k[config.few_shot] = longest
+    shown = ", ".join(f"{k}: {by_k[k]}" for k in sorted({0, 1, 3, 5, config.few_shot}))
+    fits = [k for k, tokens in by_k.items() if tokens <= budget]
+    fix = f"the largest that fits is {max(fits)}: pass --few_shot {max(fits)}" if fits else "no --few_shot fits"
+    if longest < config.max_model_len:
+        fix += f", lower --max_tokens to {config.max_model_len - longest}"
+    raise UserError(f"--few_shot {config.few_shot} makes prompts of up to {longest} tokens, which with --max_tokens "
+                    f"{config.max_tokens} exceeds --max_model_len {config.max_model_len}; the longest prompt by "
+                    f"--few_shot is {shown} tokens; {fix}, or raise --max_model_len to "
+                    f"{longest + config.max_tokens}")
+
+
+def check_dataset(folder: Path, split: str, n: int, seed: int) -> None:
+    """Everything the final `replace_rows` needs, checked before generation:
+    a writable parent, no other writer, every shard readable, the boards."""
+    from poolbench_data.boards.generate import scenario_id
+    from poolbench_data.hub.folder import read_rows, require_dataset
+
+    require_dataset(folder, "--dataset_dir")  # also finishes a swap a killed run left, and opens every shard
+    ids = {r["id"] for r in read_rows(folder, "scenarios", split)}
+    missing = [scenario_id(seed, k) for k in range(n) if scenario_id(seed, k) not in ids]
+    if missing:
+        raise UserError(f"{len(missing)} scenarios (e.g. {missing[0]}) are not in {folder} split "
+                        f"{split!r}; pass the --seed/--n/--split the dataset was built with")

@@ -1,0 +1,94 @@
+"""Everything an evaluation takes, in one frozen record: `poolbench eval`'s flags are its fields (the parser
+is generated from them), `evaluate(config)` checks it before any work."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+
+from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
+from poolbench_data.llm.registry import BACKENDS
+from poolbench_data.players import EVAL_BASELINES
+from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+
+
+def _f(default, help: str, **extra):
+    return field(default=default, metadata={"help": help, **extra})
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """A model and the baselines on the same boards, one report (`poolbench eval`)."""
+
+    model: str | None = _f(None, "local HF folder or Hub id (default: embedded SmolLM2-135M-Instruct)")
+    name: str | None = _f(None, "player name in reports (default: the model's folder name)")
+    backend: str = _f("vllm", "vllm: in process; openai: any OpenAI-compatible server (--base_url); "
+                              "replay: the responses stored in --responses", choices=tuple(BACKENDS))
+    base_url: str = _f("http://127.0.0.1:8000/v1", "server for --backend openai")
+    request_timeout: float = _f(60.0, "seconds one attempt of one request may take (--backend openai)")
+    retries: int = _f(2, "retries of a request that timed out, could not connect or got HTTP 429/5xx "
+                         "(--backend openai)")
+    timeout: float = _f(1800.0, "seconds all of the model's requests may take together (--backend openai); "
+                                "those unanswered by then fail as 'deadline'")
+    max_failed_share: float = _f(0.0, "share of the model's shots whose request may fail for good before the run "
+                                      "fails (exit 1, results marked incomplete, nothing added to --dataset_dir); "
+                                      "0: none may")
+    responses: str = _f("", "llm_traces.jsonl whose responses --backend replay re-scores")
+    n: int = _f(DEFAULT_N, "scenarios (default: the paper's 50)")
+    seed: int = _f(DEFAULT_SEED, "scenario base seed (default: evaluation set)")
+    samples: int = _f(1, "responses per scenario")
+    temperature: float = _f(DEFAULT_TEMPERATURE, "sampling temperature (paper: 0.2)")
+    max_tokens: int = _f(DEFAULT_MAX_TOKENS, "token budget (paper: 300)")
+    gen_seed: int = _f(0, "generation seed (per-request seeds derive from it)")
+    structured: bool = _f(False, "constrain output to the action's JSON schema")
+    few_shot: int = _f(0, "worked Oracle examples in the prompt (0/1/3/5)")
+    baselines: str = _f(",".join(EVAL_BASELINES), "baselines in the report")
+    model_args: str = _f("", "engine settings passed to vLLM, as lm-evaluation-harness's --model_args: k=v,k=v "
+                             "(e.g. dtype=float32,enforce_eager=True,tensor_parallel_size=2); recorded in results")
+    max_model_len: int = _f(4096, "context length (the vLLM engine's); every prompt plus --max_tokens must fit in it")
+    out: str | None = _f(None, "report folder (default: --output_path's folder if given, else results/eval)")
+    boards: int = _f(3, "board PNGs to draw (one per category)")
+    dataset_dir: str = _f("", "append the LLM traces to this dataset folder's traces config")
+    split: str = _f("test", "dataset split of these scenarios (with --dataset_dir)")
+    quiet: bool = _f(False, "no progress bars")
+    verbose: bool = _f(False, "show the engine's logs (default: OUT/engine.log)")
+    # lm-evaluation-harness's conventions
+    limit: int = _f(0, "evaluate only the first N selected boards (0: all)")
+    categories: str = _f("", "comma-separated categories to keep (default: all seven)")
+    output_path: str = _f("", "results JSON in lm-evaluation-harness's shape (a .json file, or a folder for "
+                              "results_<name>.json)")
+    log_samples: bool = _f(False, "with --output_path: also samples_<name>.jsonl, one line per shot (response, "
+                                  "parsed action, parse status, event trace, metrics)")
+    # the paper's section 6.3 experiments
+    rounds: int = _f(1, "refinement: after each shot the model gets the simulator's feedback and shoots again on "
+                        "the same board, this many rounds in all (rows <name>@r2, ...)")
+    vision: bool = _f(False, "send the rendered board PNG with the prompt (OpenAI image_url; --backend openai)")
+    tools: bool = _f(False, "tool-augmented: the model may call a ghost_ball geometry tool (OpenAI function "
+                            "calling, run locally) before it answers; calls in OUT/tool_calls.jsonl")
+    max_tool_calls: int = _f(3, "tool calls a shot may make (with --tools)")
+    reasoning_budget: int | None = _f(None, "reasoning models: at most this many tokens inside <think> ... </think> "
+                                            "(vLLM's thinking_token_budget; the server needs --reasoning-parser), "
+                                            "within --max_tokens; tokens spent reasoning are reported in "
+                                            "results.json's usage")
+
+    def replace(self, **changes) -> EvalConfig:
+        return dataclasses.replace(self, **changes)
+
+
+def add_arguments(parser) -> None:
+    """One flag per field, underscores, the field's help (as TRL's HfArgumentParser)."""
+    hints = typing.get_type_hints(EvalConfig)
+    for f in dataclasses.fields(EvalConfig):
+        kind = hints[f.name]
+        if kind is bool:
+            parser.add_argument(f"--{f.name}", action="store_true", help=f.metadata["help"])
+            continue
+        base = next((a for a in typing.get_args(kind) if a is not type(None)), kind)
+        parser.add_argument(f"--{f.name}", type=base, default=f.default, help=f.metadata["help"],
+                            **({"choices": f.metadata["choices"]} if "choices" in f.metadata else {}))
+
+
+def from_namespace(ns) -> EvalConfig:
+    """The config of parsed flags (a namespace with a value for every field)."""
+    return EvalConfig(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(EvalConfig)})

@@ -1,0 +1,173 @@
+"""What an evaluation writes, and lm-evaluation-harness's conventions: --limit
+and --categories pick boards; --output_path writes the results JSON and
+--log_samples one JSONL line per shot beside it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from poolbench_data.core.errors import UserError, check_output_file
+
+
+def select(config, scenarios: list) -> list:
+    """The boards --categories and --limit keep, checked before any work."""
+    from poolbench_data.core.records import CATEGORIES
+
+    if config.limit < 0:
+        raise UserError(f"--limit must be >= 0 (0: all boards; got {config.limit})")
+    wanted = [c for c in config.categories.split(",") if c]
+    unknown = [c for c in wanted if c not in CATEGORIES]
+    if unknown:
+        raise UserError(f"--categories {unknown} unknown; choose from {', '.join(CATEGORIES)}")
+    kept = [s for s in scenarios if not wanted or s.category in wanted]
+    kept = kept[:config.limit] if config.limit else kept
+    if not kept:
+        raise UserError(f"--categories {config.categories} keeps none of the --n {config.n} boards; raise --n")
+    return kept
+
+
+def report_folder(config) -> Path:
+    """--out; without it, the folder of --output_path (so one flag puts the whole run in one place, and a
+    second run never overwrites the first's report in results/eval), else results/eval."""
+    if config.out:
+        return Path(config.out)
+    if config.output_path:
+        path = Path(config.output_path)
+        return path.parent if path.suffix == ".json" else path
+    return Path("results/eval")
+
+
+def paths(config, name: str) -> tuple[Path, Path] | None:
+    """(results JSON, samples JSONL), both writable, or None without --output_path."""
+    if config.log_samples and not config.output_path:
+        raise UserError("--log_samples needs --output_path (the samples are written beside the results)")
+    if not config.output_path:
+        return None
+    out = Path(config.output_path)
+    results = out if out.suffix == ".json" else out / f"results_{name}.json"
+    samples = results.with_name(f"samples_{name}.jsonl")
+    check_output_file(str(results), "--output_path")
+    if config.log_samples:
+        check_output_file(str(samples), "--output_path")
+    return results, samples
+
+
+def write(config, targets: tuple[Path, Path], *, name: str, model: str, llm_records, base_records, baselines,
+          settings, rows: list[dict], boards: int, total_s: float, backend_settings: dict) -> None:
+    from poolbench_data.protocol.prompts import SYSTEM_PROMPT
+    from poolbench_data.report.provenance import versions
+    from poolbench_data.report.results import prompt_hash, results_json, sample_row
+
+    from poolbench_data.llm.player import REQUEST_FAILED
+
+    answered = [r for r in llm_records if r.parse_status != REQUEST_FAILED]
+    s = settings.to_dict()
+    run_config = {"model": model, "model_name": name, "backend": config.backend, "model_args": config.model_args,
+                  "backend_settings": backend_settings,
+                  "sampling": {k: s[k] for k in ("samples", "temperature", "max_tokens", "structured", "few_shot")},
+                  "seeds": {"scenario_seed": config.seed, "gen_seed": config.gen_seed},
+                  "prompt_version": s["prompt_version"], "prompt_hash": prompt_hash(SYSTEM_PROMPT),
+                  "n": config.n, "limit": config.limit or None, "categories": config.categories or None,
+                  "request_failures": len(llm_records) - len(answered)}
+    doc = results_json(answered, player=name, config=run_config, versions=versions(), boards=boards,
+                       boards_total=config.n, total_s=total_s,
+                       baselines={b: [r for r in base_records if r.player == b] for b in baselines})
+    results, samples = targets
+    results.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+    if config.log_samples:
+        with open(samples, "w") as f:
+            for i, row in enumerate(rows):
+                f.write(json.dumps(sample_row(row, i), sort_keys=True, default=str) + "\n")
+    print(f"results JSON: {results}" + (f"; samples: {samples}" if config.log_samples else ""))
+
+
+def write_refinement_pairs(out: Path, scenarios, convs, records, name: str, rounds: int) -> None:
+    """--rounds > 1: later-better rounds as TRL preference pairs, OUT/refinement_pairs.jsonl."""
+    from poolbench_data.llm.experiments import refinement_pairs
+
+    pairs = refinement_pairs(scenarios, convs, records, name, rounds)
+    with open(out / "refinement_pairs.jsonl", "w") as f:
+        for pair in pairs:
+            f.write(json.dumps(pair, sort_keys=True) + "\n")
+    print(f"refinement: {len(pairs)} later-better pairs in {out / 'refinement_pairs.jsonl'}")
+
+
+def request_failures(config, name: str, llm_records) -> dict:
+    """The model's shots that got no response, by failure kind, and whether
+    they are more than --max_failed_share allows (the run is incomplete)."""
+    from poolbench_data.llm.openai_backend import redact
+    from poolbench_data.llm.player import REQUEST_FAILED
+
+    shots = len(llm_records)
+    lost = [r for r in llm_records if r.parse_status == REQUEST_FAILED]
+    failed = len(lost)
+    share = failed / shots if shots else 0.0
+    # From the records, not round 1's result: a later round or tool turn can fail too.
+    by_kind: dict[str, int] = {}
+    for r in lost:
+        kind = r.parse_message.split(":", 1)[0]
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    by_kind = dict(sorted(by_kind.items()))
+    incomplete = share > config.max_failed_share
+    kinds = ", ".join(f"{k}: {v}" for k, v in by_kind.items())
+    text = (f"{failed} of {shots} shots of {name} got no response ({kinds}), "
+            f"{'more than' if incomplete else 'within what'} --max_failed_share {config.max_failed_share:g} allows")
+    example = " ".join(redact(lost[0].parse_message.split(":", 1)[-1]).split())[:300] if lost else ""
+    return {"shots": shots, "failed": failed, "share": share, "by_kind": by_kind,
+            "max_failed_share": config.max_failed_share, "incomplete": incomplete, "text": text, "example": example}
+
+
+def report(config, name, scenarios, baselines, base_records, llm_records, oracle_shots, out: Path,
+            failed: dict) -> str:
+    """Print-ready report; also draws the heatmap and the board PNGs. Shots
+    without a response are counted apart, never in the model's rates."""
+    from poolbench_data.llm.player import REQUEST_FAILED
+    from poolbench_data.report.evaluation import decomposition, format_decomposition, parse_summary
+    from poolbench_data.report.render import render_heatmap
+    from poolbench_data.report.tables import format_categories, format_table, summarize
+
+    answered = [r for r in llm_records if r.parse_status != REQUEST_FAILED]
+    # With no answered shot the model's rates would be 0/0: no row at all. One row per refinement round.
+    players = baselines + list(dict.fromkeys(r.player for r in answered))
+    records = base_records + answered
+    summary = summarize(records, players)
+    decomp = {p: decomposition([r for r in records if r.player == p], oracle_shots)
+              for p in players if p != "oracle"}
+    title = (f"PoolBench: {len(scenarios)} scenarios (seed {config.seed}), {name} x{config.samples} "
+             f"(T={config.temperature}, max_tokens={config.max_tokens}, {'structured' if config.structured else 'free text'}, "
+             f"{config.few_shot}-shot). Wilson 95% CIs.")
+    render_heatmap(summary, out / "heatmap_contact.png")
+    draw_boards(scenarios, base_records + llm_records, baselines + [name], out, config.boards)
+    (out / "summary.json").write_text(json.dumps({"summary": summary, "decomposition": decomp,
+                                                  "parse_status": parse_summary(llm_records),
+                                                  "request_failures": failed}, indent=2, sort_keys=True))
+    parse_line = f"Parse status ({name}): {parse_summary(llm_records)}"
+    if failed["failed"]:
+        rates = (f"its rates count its {len(answered)} answered shots only" if answered else
+                 f"{name} has no row: none of its shots was answered")
+        parse_line += f"\nRequests failed: {failed['text']}; {rates}"
+    parts = [format_table(summary, title), format_categories(summary), parse_line, format_decomposition(decomp)]
+    if failed["incomplete"]:
+        parts.insert(0, f"INCOMPLETE: {failed['text']}; these results are not a measurement of {name}")
+    return "\n\n".join(parts)
+
+
+def draw_boards(scenarios, records, players, out: Path, k: int) -> None:
+    from poolbench_data.llm.player import REQUEST_FAILED
+    from poolbench_data.report.render import render_board
+
+    seen = set()
+    for s in scenarios:
+        if len(seen) >= k:
+            break
+        if s.category in seen:
+            continue
+        seen.add(s.category)
+        plays = []
+        for p in players:
+            r = next(x for x in records if x.player == p and x.scenario_id == s.id)
+            verdict = "pot" if r.metrics.clean_pot else "contact" if r.metrics.legal_contact else (
+                "request failed" if r.parse_status == REQUEST_FAILED else "no shot" if r.shot is None else "foul")
+            plays.append((p, r.shot, verdict))
+        render_board(s, plays, out / f"board_{s.id}_{s.category}.png")
