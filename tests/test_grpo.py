@@ -219,7 +219,8 @@ def script_args(model: Path, data: Path, out: Path, **overrides) -> list[str]:
 def test_script_trains_and_saves_adapter_and_merged(tiny_model, boards_folder, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    result = grpo.main(script_args(tiny_model, boards_folder, tmp_path / "run"))
+    # merged_dtype: the recipe's key, once accepted and ignored (the merge kept the training dtype, fp32 here).
+    result = grpo.main(script_args(tiny_model, boards_folder, tmp_path / "run", merged_dtype="bfloat16"))
     assert result.global_step == 1 and math.isfinite(result.training_loss)
     step = next(e for e in result.log_history if "loss" in e)
     assert math.isfinite(step["rewards/physics_reward/mean"])
@@ -227,6 +228,10 @@ def test_script_trains_and_saves_adapter_and_merged(tiny_model, boards_folder, t
     assert (result.output_dir / "checkpoint-1").is_dir()
     merged = AutoModelForCausalLM.from_pretrained(result.merged_dir)
     assert not any("lora" in name for name in merged.state_dict())
+    from safetensors.torch import load_file
+
+    saved = load_file(str(result.merged_dir / "model.safetensors"))
+    assert {str(t.dtype) for t in saved.values()} == {"torch.bfloat16"}
 
 
 @pytest.mark.slow

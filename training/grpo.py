@@ -281,7 +281,8 @@ def train(
     resume_from = find_resume_checkpoint(training_args, script_args.resume)
     if resume_from:
         logger.info("resuming from %s", resume_from)
-    return train_and_save(trainer, tokenizer, Path(training_args.output_dir), script_args.save_merged, resume_from)
+    return train_and_save(trainer, tokenizer, Path(training_args.output_dir), script_args.save_merged, resume_from,
+                          merged_dtype=script_args.merged_dtype)
 
 
 def main(argv: list[str] | None = None, reward_funcs: Sequence[Callable] | None = None) -> RunResult:
