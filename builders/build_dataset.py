@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+from poolbench_data.boards.splits import EVAL_SEED
 from poolbench_data.hub.push import PushArguments
 from poolbench_data.players import DEFAULT_BASELINES
 
@@ -30,7 +31,7 @@ class ScriptArguments(PushArguments):
 
     output_dir: str = field(default="poolbench", metadata={"help": "Dataset folder to write (Hub repo layout)."})
     eval_n: int = field(default=50, metadata={"help": "Evaluation (test split) scenarios: the paper's 50."})
-    eval_seed: int = field(default=0, metadata={"help": "Base seed of the evaluation scenarios."})
+    eval_seed: int = field(default=EVAL_SEED, metadata={"help": "Base seed of the evaluation scenarios."})
     train_n: int = field(default=200, metadata={"help": "Training (train split) scenarios; 0 for none."})
     train_seed: int = field(default=1, metadata={"help": "Base seed of the training scenarios (not eval_seed)."})
     players: str = field(default=",".join(DEFAULT_BASELINES),

@@ -33,6 +33,7 @@ class ScriptArguments(PushArguments):
 def build(args: ScriptArguments) -> None:
     from pathlib import Path
 
+    from poolbench_data.boards.splits import EVAL_SPLITS
     from poolbench_data.cli.args import UserError
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
@@ -44,9 +45,9 @@ def build(args: ScriptArguments) -> None:
     if not sources or unknown:
         raise UserError(f"--sources {args.sources!r}: " + (f"unknown source(s) {unknown}" if unknown else "no source")
                         + f"; give one or more of {','.join(SOURCES)}")
-    if args.split == "test":
-        raise UserError("--split test: pairs from the test split would train on the evaluation boards; "
-                        "use --split train")
+    if args.split in EVAL_SPLITS:
+        raise UserError(f"--split {args.split}: pairs from an evaluation split would train on the evaluation "
+                        "boards; use --split train")
     folder = require_dataset(Path(args.dataset_dir))
     scenarios = read_rows(folder, "scenarios", args.split)
     if args.tool_eval_dir:

@@ -36,7 +36,8 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.cli.args import UserError
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
-    from poolbench_data.prefs.sft import EVAL_SPLITS, sft_rows
+    from poolbench_data.boards.splits import EVAL_SPLITS
+    from poolbench_data.prefs.sft import sft_rows
     from poolbench_data.report.provenance import provenance
 
     if args.split in EVAL_SPLITS:

@@ -238,7 +238,7 @@ def test_script_trains_and_saves_adapter_and_merged(tiny_model, boards_folder, t
 def test_script_refuses_the_test_split_before_loading_the_model(boards_folder, tmp_path):
     # The model path does not exist: reaching the model load would fail differently.
     argv = script_args(tmp_path / "no-model", boards_folder, tmp_path / "out", dataset_train_split="test")
-    with pytest.raises(grpo.TestSplitLeakError, match="dataset_train_split='test' is the evaluation split"):
+    with pytest.raises(grpo.SplitLeakError, match="dataset_train_split='test' is the evaluation split"):
         grpo.main(argv)
 
 
@@ -246,7 +246,7 @@ def test_script_refuses_the_test_split_before_loading_the_model(boards_folder, t
 def test_script_refuses_evaluation_board_ids(boards_folder, tmp_path):
     # Train boards are pb2-*; declared as evaluation boards, they must not be trained on.
     argv = script_args(tmp_path / "no-model", boards_folder, tmp_path / "out", test_id_prefix="pb2-")
-    with pytest.raises(grpo.TestSplitLeakError, match=r"4 of 4 training boards are evaluation boards"):
+    with pytest.raises(grpo.SplitLeakError, match=r"4 of 4 training boards are evaluation boards"):
         grpo.main(argv)
 
 

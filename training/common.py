@@ -7,7 +7,6 @@ on sys.path and imports this module as `common`.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -103,28 +102,16 @@ class RunResult:
 
 def default_test_id_prefix(dataset_name: str | None) -> str:
     """pb<eval_seed>-: the ids of the evaluation boards, from the folder's provenance when it has one."""
-    from poolbench_data.boards.generate import DEFAULT_SEED, scenario_id
+    from poolbench_data.boards.splits import eval_id_prefix
 
-    seed = DEFAULT_SEED
-    provenance = Path(dataset_name or "") / "provenance.json"
-    if dataset_name and provenance.is_file():
-        settings = json.loads(provenance.read_text()).get("benchmark", {}).get("settings", {})
-        seed = settings.get("eval_seed", seed)
-    # scenario_id(seed, k) is pb<seed>-<k:06d>; the dash keeps pb1- from matching pb10-.
-    return scenario_id(seed, 0).rsplit("-", 1)[0] + "-"
+    return eval_id_prefix(dataset_name)
 
 
-# The ids of builders/build_dataset.py's default evaluation boards (eval_seed 0); see default_test_id_prefix.
-DEFAULT_TEST_ID_PREFIX = "pb0-"
+def refuse_eval_split(split: str) -> None:
+    """A training split that is an evaluation split: SplitLeakError naming dataset_train_split."""
+    from poolbench_data.boards.splits import refuse_eval_split as refuse
 
-
-def refuse_eval_split(split: str, error: type[Exception]) -> None:
-    """Raise `error` when the training split is an evaluation split (each script names its own error type)."""
-    from poolbench_data.prefs.sft import EVAL_SPLITS
-
-    if split in EVAL_SPLITS:
-        raise error(f"dataset_train_split={split!r} is the evaluation split. "
-                    "Fix: train on the train split (dataset_train_split: train).")
+    refuse(split, "dataset_train_split")
 
 
 def resolve_model_path(name: str | None) -> str:

@@ -98,12 +98,12 @@ def make_trainer(script_args: DPOScriptArguments, training_args: DPOConfig, mode
     """Everything up to a ready DPOTrainer, checks first: (trainer, tokenizer, {resume_from, seconds, kept})."""
     from trl import DPOTrainer, get_peft_config, get_quantization_config
 
-    from poolbench_data.prefs.check import SplitLeakError, check_pairs
+    from poolbench_data.prefs.check import check_pairs
 
     if not training_args.output_dir:
         raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")
 
-    refuse_eval_split(script_args.dataset_train_split, SplitLeakError)
+    refuse_eval_split(script_args.dataset_train_split)
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
     prefix = script_args.test_id_prefix or default_test_id_prefix(script_args.dataset_name)
     train_dataset = load_split(script_args, script_args.dataset_train_split)

@@ -47,6 +47,8 @@ from typing import Any
 
 from trl import GRPOConfig, TrlParser
 
+from poolbench_data.boards.splits import SplitLeakError, leak_problem
+
 # training/ is a folder of scripts, not a package: `python training/grpo.py`
 # puts this folder on sys.path, a test that loads the file by path does not.
 _HERE = str(Path(__file__).resolve().parent)
@@ -79,10 +81,6 @@ REQUIRED_COLUMNS = ("prompt", "id", "category", "seed", "cue_ball", "balls")
 
 class GRPODataError(ValueError):
     """The dataset cannot feed physics_reward: a missing column or a malformed board."""
-
-
-class TestSplitLeakError(GRPODataError):
-    """Training boards come from the evaluation (test) split."""
 
 
 @dataclass
@@ -128,9 +126,8 @@ def check_scenario_rows(dataset: Any, test_id_prefix: str | None) -> None:
 
     bad, leaks = RowProblems(), RowProblems()
     for index, row in enumerate(dataset):
-        sid = row["id"]
-        if test_id_prefix and isinstance(sid, str) and sid.startswith(test_id_prefix):
-            leaks.add(index, f"id={sid!r}")
+        if leak := leak_problem(row, test_id_prefix, id_key="id"):
+            leaks.add(index, leak)
         prompt = row["prompt"]
         last = prompt[-1] if isinstance(prompt, list) and prompt else None
         if not isinstance(last, dict) or last.get("role") != "user":
@@ -143,7 +140,7 @@ def check_scenario_rows(dataset: Any, test_id_prefix: str | None) -> None:
             bad.add(index, str(exc))
     if leaks:
         # Checked before the format: a leak is the worse mistake, whatever else is wrong.
-        raise TestSplitLeakError(
+        raise SplitLeakError(
             f"{leaks.n} of {len(dataset)} training boards are evaluation boards (id prefix {test_id_prefix!r}):"
             f"{leaks.listing()}\nTraining on them leaks the evaluation boards into the model, and every score "
             "measured on them afterwards is void. Fix: train on a split built from a different seed "
@@ -226,7 +223,7 @@ def make_trainer(
             "remove_unused_columns=true drops the board columns physics_reward reads. "
             "Fix: set remove_unused_columns: false (GRPOConfig's default)."
         )
-    refuse_eval_split(script_args.dataset_train_split, TestSplitLeakError)
+    refuse_eval_split(script_args.dataset_train_split)
 
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
     prefix = script_args.test_id_prefix or default_test_id_prefix(script_args.dataset_name)

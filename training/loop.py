@@ -505,6 +505,7 @@ def check_inputs(loop: Loop, stages: list[str]) -> None:
 
 def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
+    from poolbench_data.boards.splits import EVAL_SEED
     from poolbench_data.cli.args import UserError, parse, run_main
 
     a = parse(LoopArguments, argv)
@@ -518,8 +519,9 @@ def main(argv=None) -> int:
         if unknown:
             raise UserError(f"--stages: unknown stage(s) {unknown} for --track {a.track}; "
                             f"choose from {', '.join(track)}")
-        if a.train_seed == 0:
-            raise UserError("--train_seed 0 is the evaluation set's seed; training on it would leak the test boards")
+        if a.train_seed == EVAL_SEED:
+            raise UserError(f"--train_seed {EVAL_SEED} is the evaluation set's seed; training on it would leak the "
+                            "test boards")
         for name, v, low in (("--eval_n", a.eval_n, 1), ("--train_n", a.train_n, 1), ("--sample_n", a.sample_n, 1),
                              ("--samples", a.samples, 1), ("--grpo_steps", a.grpo_steps, 1),
                              ("--dpo_steps", a.dpo_steps, 0)):

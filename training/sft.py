@@ -53,6 +53,7 @@ from typing import Any
 
 from trl import SFTConfig, TrlParser
 
+from poolbench_data.boards.splits import EVAL_SEED, SplitLeakError, id_prefix
 from poolbench_data.prefs import check
 
 # training/ is a folder of scripts, not a package: `python training/sft.py`
@@ -64,7 +65,6 @@ from common import (  # noqa: E402
     command_line,
     usage_errors,
     refuse_eval_split,
-    DEFAULT_TEST_ID_PREFIX,
     default_test_id_prefix,
     apply_speed_settings,
     LoraModelConfig,
@@ -89,10 +89,6 @@ PROMPT_ROLES = ("system", "user")
 
 class SFTFormatError(ValueError):
     """The dataset is not in TRL's conversational prompt-completion format."""
-
-
-class SplitLeakError(SFTFormatError, check.SplitLeakError):
-    """Training rows come from the evaluation (test) split."""
 
 
 @dataclass
@@ -230,6 +226,10 @@ def tool_row_problems(row: Mapping[str, Any]) -> list[str]:
             if i == len(msgs) - 1 and tool_calls(m["content"]):
                 problems.append(f"`messages`[{i}]: the last model turn is a call, not the action")
     return problems
+
+
+# The ids of builders/build_dataset.py's default evaluation boards; see default_test_id_prefix.
+DEFAULT_TEST_ID_PREFIX = id_prefix(EVAL_SEED)
 
 
 def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PREFIX) -> None:
@@ -384,7 +384,7 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
         )
     # TRL's default (None) already means completion-only for prompt-completion rows; set it so it cannot drift.
     training_args.completion_only_loss = True
-    refuse_eval_split(script_args.dataset_train_split, SplitLeakError)
+    refuse_eval_split(script_args.dataset_train_split)
 
     # A misspelt model fails in milliseconds, before the data is read.
     model_path = resolve_model_path(model_args.model_name_or_path)

@@ -20,8 +20,9 @@ from poolbench_data.core.records import (CATEGORIES, CUE, EIGHT, MAX_SEED, SOLID
                                          Scenario)
 from poolbench_data.core.table import geometry
 from poolbench_data.core.validation import placement_problem
+from poolbench_data.boards.splits import EVAL_SEED, scenario_id  # noqa: F401 - scenario_id: its users import it here
 
-DEFAULT_SEED = 0  # the evaluation set; training sets use other base seeds
+DEFAULT_SEED = EVAL_SEED  # the evaluation set; training sets use other base seeds
 DEFAULT_N = 50
 PAPER_COUNTS = {"open": 8, "partial-block": 8, "indirect": 8, "crowded": 7,
                 "sparse": 7, "foul-trap": 6, "spin-shot": 6}  # section 3.2, N = 50
@@ -73,10 +74,6 @@ def _counts_after(k: int) -> dict[str, int]:
 def scenario_seed(base_seed: int, k: int) -> int:
     """A 63-bit seed for scenario k, recorded with the scenario."""
     return int(np.random.SeedSequence([base_seed, k]).generate_state(1, np.uint64)[0] >> np.uint64(1))
-
-
-def scenario_id(base_seed: int, k: int) -> str:
-    return f"pb{base_seed}-{k:06d}"
 
 
 def generate(n: int = DEFAULT_N, base_seed: int = DEFAULT_SEED, start: int = 0) -> list[Scenario]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
+from poolbench_data.boards.splits import EVAL_SEED, EVAL_SPLITS
 from poolbench_data.core.records import Metrics
 from poolbench_data.core.vocab import MAX_SEED  # base_seed is an int64 column: checked before simulating
 from poolbench_data.hub.card import write_card
@@ -20,7 +21,7 @@ from poolbench_data.players.play import run_baselines
 from poolbench_data.players.pool import check_executor
 from poolbench_data.boards.generate import iter_specs
 
-EVAL_SPLIT, TRAIN_SPLIT = "test", "train"
+EVAL_SPLIT, TRAIN_SPLIT = EVAL_SPLITS[0], "train"
 SHARD_FILE = "shard.json"  # what a shard folder holds beside its rows (hub.shards)
 
 
@@ -58,7 +59,7 @@ def results_table(trace_rows: Sequence[dict], players: Sequence[str]) -> str:
     return format_table(summarize(records, players))
 
 
-def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = 0, train_n: int = 0, train_seed: int = 1,
+def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = EVAL_SEED, train_n: int = 0, train_seed: int = 1,
                     players: Sequence[str] = DEFAULT_BASELINES,
                     workers: int = 1, overwrite: bool = False, progress: bool = True, shard_rows=None,
                     floor: bool = True, shard: tuple[int, int] | None = None, executor: str = "local",

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from poolbench_data.boards.splits import SplitLeakError, leak_problem  # noqa: F401 - SplitLeakError: raised here
+
 REQUIRED_COLUMNS = ("prompt", "chosen", "rejected")
 ROLES = ("system", "user", "assistant", "tool")
 # Enough rows to show a pattern; every row is still checked.
@@ -36,22 +38,6 @@ class RowProblems:
     def listing(self) -> str:
         """The shown rows, one a line, with ... when there are more."""
         return "\n  " + "\n  ".join(self.shown) + ("\n  ..." if self.n > len(self.shown) else "")
-
-
-class SplitLeakError(ValueError):
-    """Training rows come from the evaluation boards (the test split, or an evaluation board's id)."""
-
-
-def leak_problem(row: Mapping[str, Any], test_id_prefix: str | None) -> str | None:
-    """Why a training row is an evaluation row (None when it is not): its split, or its scenario id's prefix."""
-    from poolbench_data.prefs.sft import EVAL_SPLITS
-
-    split, sid = row.get("split"), row.get("scenario_id")
-    if split in EVAL_SPLITS:
-        return f"split={split!r}"
-    if test_id_prefix and isinstance(sid, str) and sid.startswith(test_id_prefix):
-        return f"scenario_id={sid!r} is an evaluation board (prefix {test_id_prefix!r})"
-    return None
 
 
 class PairsFormatError(ValueError):

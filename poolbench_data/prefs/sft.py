@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-EVAL_SPLITS = ("test",)  # boards that must never reach training
+from poolbench_data.boards.splits import EVAL_SPLITS
 
 
 def demonstration(oracle_trace: dict) -> str | None:

@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from poolbench_data.boards.splits import EVAL_SPLITS
 from poolbench_data.core.records import Scenario
 from poolbench_data.llm.tools import run_call, tool_calls, with_tool_note
 from poolbench_data.prefs.pairs import _pair, answered, fine_score
-from poolbench_data.prefs.sft import EVAL_SPLITS
 from poolbench_data.protocol.prompts import messages
 
 SOURCE = "tool-on-policy"

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from poolbench_data.boards.splits import EVAL_SPLITS
 from poolbench_data.core.candidates import MAX_CUT, candidate, candidates
 from poolbench_data.core.records import PLAYER_GROUP, Metrics, Scenario, Shot
 from poolbench_data.core.table import POCKET_IDS
@@ -33,7 +34,6 @@ from poolbench_data.core.vocab import group_of
 from poolbench_data.llm.tools import TOOL_NAME, run_call, tool_answer, tool_calls, with_tool_note
 from poolbench_data.players.baselines import ORACLE_SPEEDS, ORACLE_TOP_K
 from poolbench_data.players.play import play_shot
-from poolbench_data.prefs.sft import EVAL_SPLITS
 from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import PROMPT_VERSION, format_action, messages
 
