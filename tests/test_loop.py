@@ -170,6 +170,8 @@ def test_a_failing_stage_is_one_line_with_its_log(tmp_path, capsys):
 
 
 def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation(tmp_path):
+    from poolbench_data.evaluation.config import EvalConfig, read_yaml
+
     loop = _loop()
     runner = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path), dpo_steps=0, samples=4))
     ran = []
@@ -178,9 +180,13 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
         runner.stage = stage
         getattr(runner, stage)()
     samples, pairs, dpo, evaluation = ran
-    assert "--tools" in samples and "--dataset_dir" not in samples and samples[samples.index("--samples") + 1] == "4"
+    # The evaluations are handed a config file that `poolbench eval --config` reads back.
+    sampled = EvalConfig(**read_yaml(samples[samples.index("--config") + 1]))
+    assert sampled.tools and not sampled.dataset_dir and sampled.samples == 4 and sampled.seed == 1
+    assert sampled.model == str(tmp_path / "sft" / "merged") and sampled.out == str(tmp_path / "samples")
     assert pairs[pairs.index("--tool_eval_dir") + 1] == str(tmp_path / "samples")
     assert dpo[dpo.index("--config") + 1] == "training/recipes/dpo-tools-smollm2-135m-cpu.yaml"
     assert "--max_steps" not in dpo and dpo[dpo.index("--model_name_or_path") + 1] == str(tmp_path / "sft" / "merged")
-    assert "--tools" in evaluation and evaluation[evaluation.index("--out") + 1] == str(tmp_path / "dpo")
-    assert evaluation[evaluation.index("--model") + 1] == str(tmp_path / "dpo" / "merged")
+    held_out = EvalConfig(**read_yaml(evaluation[evaluation.index("--config") + 1]))
+    assert held_out.tools and held_out.out == str(tmp_path / "dpo") and held_out.model == str(tmp_path / "dpo" / "merged")
+    assert held_out.baselines == loop.TOOL_BASELINES and held_out.model_args == "dtype=float32,enforce_eager=True"

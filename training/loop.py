@@ -143,16 +143,25 @@ class Loop:
         except StageFailed as e:
             raise StageFailed(f"stage {self.stage} failed: {e}") from None
 
-    def eval(self, name: str, model: str | None, *extra: str, tools: bool | None = None) -> None:
+    def evaluate(self, out: Path, **settings) -> None:
+        """`poolbench eval` in its own process (the engine's memory goes with it), handed a config file
+        (WORK_DIR/configs/<folder>.yaml), not a string of flags."""
+        from poolbench_data.evaluation.config import EvalConfig, write_yaml
+
+        config = EvalConfig(out=str(out), model_args=self.a.eval_model_args, quiet=True, **settings)
+        path = self.work / "configs" / f"{out.name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_yaml(config, path)
+        self.run(self.cli + ["eval", "--config", str(path)])
+
+    def eval(self, name: str, model: str | None, tools: bool | None = None) -> None:
         out = self.work / name
         if (out / "llm_traces.jsonl").exists():
             return
-        model_args = ["--model", model] if model else []
-        self.run(self.cli + ["eval", *model_args, "--n", str(self.a.eval_n), "--name", name, "--out", str(out),
-                             "--model_args", self.a.eval_model_args, "--quiet", *extra,
-                             *(["--tools"] if (self.tools if tools is None else tools) else []),
-                             # The tool track is measured against both Heuristics (issue 20's goal: the pot-point one).
-                             *(["--baselines", TOOL_BASELINES] if self.tools else [])])
+        tools = self.tools if tools is None else tools
+        # The tool track is measured against both Heuristics (issue 20's goal: the pot-point one).
+        self.evaluate(out, model=model, n=self.a.eval_n, name=name, tools=tools,
+                      **({"baselines": TOOL_BASELINES} if self.tools else {}))
 
     def before(self):
         self.eval("before", self.a.model or None)
@@ -196,11 +205,9 @@ class Loop:
         if (out / "llm_traces.jsonl").exists():
             return
         # The tool track's pairs are built from the conversations in OUT (tool_calls.jsonl), not the dataset's traces.
-        where = ["--tools"] if self.tools else ["--split", "train", "--dataset_dir", str(self.data)]
-        self.run(self.cli + ["eval", "--model", str(self.sft_dir / "merged"), "--n", str(self.a.sample_n), "--seed",
-                             str(self.a.train_seed), "--samples", str(self.a.samples), "--temperature",
-                             str(self.a.temperature), "--name", "policy", "--model_args", self.a.eval_model_args,
-                             *where, "--out", str(out), "--boards", "0", "--quiet"])
+        where = {"tools": True} if self.tools else {"split": "train", "dataset_dir": str(self.data)}
+        self.evaluate(out, model=str(self.sft_dir / "merged"), n=self.a.sample_n, seed=self.a.train_seed,
+                      samples=self.a.samples, temperature=self.a.temperature, name="policy", boards=0, **where)
 
     def pairs(self):
         config = "pairs_tools" if self.tools else "pairs"
