@@ -347,7 +347,7 @@ def pilot_result(work: Path, data: Path, after_label: str) -> dict:
         "sft_rows_available": _config_rows(data, "sft"),
         "dpo_pairs": _trained_pairs(work / "dpo"),
         "scaling": scaling_rows(work),
-        "wall_minutes": round(_wall_minutes(work), 1),
+        "wall_minutes": _wall_minutes(work),
         "machine": _machine(),
     }
 
@@ -408,7 +408,7 @@ def pilot_tools_result(work: Path, data: Path) -> dict:
         "dpo_pairs_available": (_config_rows(data, "pairs_tools") if (data / "data" / "pairs_tools").exists()
                                 else None),
         "grpo_steps": json.loads(grpo_state.read_text())["global_step"] if grpo_state.exists() else 0,
-        "wall_minutes": round(_wall_minutes(work), 1),
+        "wall_minutes": _wall_minutes(work),
         "machine": _machine(),
     }
 
@@ -459,9 +459,10 @@ def scaling_table(work: Path) -> str:
     return "\n".join(lines)
 
 
-def _wall_minutes(work: Path) -> float:
+def _wall_minutes(work: Path) -> float | None:
+    """Minutes since this work_dir's first stage ran, when the loop ran it (null for stages run by hand)."""
     start = work / ".started"
-    return (time.time() - start.stat().st_mtime) / 60 if start.exists() else 0.0
+    return round((time.time() - start.stat().st_mtime) / 60, 1) if start.exists() else None
 
 
 def _machine() -> str:
@@ -544,8 +545,8 @@ def main(argv=None) -> int:
         loop = Loop(a)
         check_inputs(loop, stages)
         loop.work.mkdir(parents=True, exist_ok=True)
-        if not (loop.work / ".started").exists():  # the first run of this work_dir starts the clock
-            (loop.work / ".started").touch()
+        if stages[0] == track[0] and not (loop.work / ".started").exists():
+            (loop.work / ".started").touch()  # a run from the track's first stage starts the pilot's clock
         for stage in track:
             if stage in stages:
                 loop.stage = stage
