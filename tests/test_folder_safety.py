@@ -391,3 +391,14 @@ def test_a_terminated_build_removes_its_staging_folder_at_once(tmp_path):
     finally:
         proc.kill()
     assert not out.exists() and list(tmp_path.glob(".poolbench.staging-*")) == []
+
+
+def test_a_dataset_reached_through_a_symlink_is_updated_where_it_lives(small, tmp_path):
+    # The swap renamed the link aside and then could not remove it ("Cannot call rmtree on a symbolic link").
+    link = tmp_path / "elsewhere" / "poolbench"
+    link.parent.mkdir()
+    link.symlink_to(small)
+    write_config(link, "pairs", {"train": [pair_row(5)]}, "pairs", {"built_by": "test"})
+    assert link.is_symlink() and link.resolve() == small.resolve()
+    assert [r["scenario_id"] for r in read_rows(small, "pairs", "train")] == ["pb1-000005"]
+    assert leftovers(link) == [] and leftovers(small) == []

@@ -250,6 +250,9 @@ def staged_folder(out: Path, *, overwrite: bool = False, update: bool = False, f
     The folder's lock is held throughout; each run stages in its own folder.
     """
     out = Path(out)
+    if out.is_symlink():
+        # The folder the link names is the dataset: replace it there, and the link still leads to it.
+        out = out.resolve()
     check_output_path(out, field)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
