@@ -70,11 +70,11 @@ def build(args: ScriptArguments) -> None:
 
 
 def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict]) -> None:
-    import json
     from pathlib import Path
 
     from poolbench_data.cli.args import UserError
     from poolbench_data.hub.update import write_config
+    from poolbench_data.players.traces import load_traces
     from poolbench_data.prefs.tool_pairs import SOURCE, ThreadMismatch, tool_pairs
     from poolbench_data.report.provenance import provenance
 
@@ -84,7 +84,8 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict]) -> No
     if missing:
         raise UserError(f"--tool_eval_dir {src}: no {', '.join(missing)}; give the --out folder of `poolbench eval "
                         "--tools --samples K` run on this split's boards")
-    threads, traces = ([json.loads(x) for x in p.read_text().splitlines() if x.strip()] for p in files.values())
+    fix = "give the --out folder of `poolbench eval --tools` unedited"
+    threads, traces = (load_traces(p, fix) for p in files.values())
     ids = {s["id"] for s in scenarios}
     foreign = sorted({t["scenario_id"] for t in threads} - ids)
     if foreign:

@@ -300,6 +300,14 @@ def _alive(pid):
         return False
 
 
+def _kill_all(proc, pids) -> None:
+    """A test's own leftovers, whatever it asserted: the parent and every process it saw."""
+    for p in [proc.pid, *pids]:
+        if _alive(p):
+            os.kill(p, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_and_resource_tracker_die_with_a_killed_parent():
@@ -321,10 +329,7 @@ def test_workers_and_resource_tracker_die_with_a_killed_parent():
             time.sleep(0.1)
         assert not [c for p, c in children.items() if _alive(p)]
     finally:
-        for p in [proc.pid, *children]:
-            if _alive(p):
-                os.kill(p, signal.SIGKILL)
-        proc.wait(timeout=10)
+        _kill_all(proc, children)
 
 
 def _descendants(pid) -> dict:
@@ -359,10 +364,7 @@ def test_a_terminated_eval_shuts_the_vllm_engine_down(tmp_path):
             time.sleep(0.2)
         assert not [c for p, c in seen.items() if _alive(p)]
     finally:
-        for p in [proc.pid, *seen]:
-            if _alive(p):
-                os.kill(p, signal.SIGKILL)
-        proc.wait(timeout=10)
+        _kill_all(proc, seen)
 
 
 # --- 4. compare ------------------------------------------------------------------

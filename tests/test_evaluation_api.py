@@ -32,7 +32,8 @@ def test_evaluate_returns_what_it_measured_and_writes_the_report(tmp_path):
     assert len(server.requests) == 2 and not result.incomplete and result.name == "m"
     assert [r.scenario_id for r in result.records] == ["pb0-000000", "pb0-000001"]
     clean = sum(r.metrics.clean_pot for r in result.records)
-    assert result.summary()["m"]["overall"]["clean_pot"]["k"] == clean
+    assert result.summary["m"]["overall"]["clean_pot"]["k"] == clean
+    assert json.loads((tmp_path / "summary.json").read_text())["summary"] == result.summary
     assert {r.player for r in result.baseline_records} == {"oracle", "random"}
     on_disk = [json.loads(x) for x in (tmp_path / "llm_traces.jsonl").read_text().splitlines()]
     assert on_disk == [json.loads(json.dumps(r, default=str)) for r in result.trace_rows]

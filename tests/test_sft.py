@@ -225,9 +225,9 @@ def test_check_sft_rows_refuses_evaluation_board_ids():
 
 
 def test_test_id_prefix_follows_the_dataset_provenance(tmp_path):
-    assert sft.default_test_id_prefix(None) == sft.DEFAULT_TEST_ID_PREFIX == "pb0-"
+    assert sft.eval_id_prefix(None) == sft.DEFAULT_TEST_ID_PREFIX == "pb0-"
     write_provenance(tmp_path, {"benchmark": {"settings": {"eval_seed": 7, "train_seed": 8}}})
-    assert sft.default_test_id_prefix(str(tmp_path)) == "pb7-"
+    assert sft.eval_id_prefix(str(tmp_path)) == "pb7-"
 
 
 @pytest.fixture

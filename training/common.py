@@ -100,20 +100,6 @@ class RunResult:
     log_history: list[dict[str, Any]]
 
 
-def default_test_id_prefix(dataset_name: str | None) -> str:
-    """pb<eval_seed>-: the ids of the evaluation boards, from the folder's provenance when it has one."""
-    from poolbench_data.boards.splits import eval_id_prefix
-
-    return eval_id_prefix(dataset_name)
-
-
-def refuse_eval_split(split: str) -> None:
-    """A training split that is an evaluation split: SplitLeakError naming dataset_train_split."""
-    from poolbench_data.boards.splits import refuse_eval_split as refuse
-
-    refuse(split, "dataset_train_split")
-
-
 def resolve_model_path(name: str | None) -> str:
     """A local folder or Hub id as given; `embedded` is the packaged SmolLM2 folder."""
     if not name:

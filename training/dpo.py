@@ -41,6 +41,8 @@ from pathlib import Path
 
 from trl import DPOConfig, TrlParser
 
+from poolbench_data.boards.splits import eval_id_prefix, refuse_eval_split
+
 # training/ is a folder of scripts, not a package: `python training/dpo.py`
 # puts this folder on sys.path, a test that loads the file by path does not.
 _HERE = str(Path(__file__).resolve().parent)
@@ -49,8 +51,6 @@ if _HERE not in sys.path:
 from common import (  # noqa: E402
     command_line,
     usage_errors,
-    refuse_eval_split,
-    default_test_id_prefix,
     apply_speed_settings,
     LoraModelConfig,
     RunResult,
@@ -105,7 +105,7 @@ def make_trainer(script_args: DPOScriptArguments, training_args: DPOConfig, mode
 
     refuse_eval_split(script_args.dataset_train_split)
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
-    prefix = script_args.test_id_prefix or default_test_id_prefix(script_args.dataset_name)
+    prefix = script_args.test_id_prefix or eval_id_prefix(script_args.dataset_name)
     train_dataset = load_split(script_args, script_args.dataset_train_split)
     check_pairs(train_dataset, test_id_prefix=prefix)
     eval_dataset = None

@@ -47,7 +47,7 @@ from typing import Any
 
 from trl import GRPOConfig, TrlParser
 
-from poolbench_data.boards.splits import SplitLeakError, leak_problem
+from poolbench_data.boards.splits import SplitLeakError, eval_id_prefix, leak_problem, refuse_eval_split
 
 # training/ is a folder of scripts, not a package: `python training/grpo.py`
 # puts this folder on sys.path, a test that loads the file by path does not.
@@ -57,8 +57,6 @@ if _HERE not in sys.path:
 from common import (  # noqa: E402
     command_line,
     usage_errors,
-    refuse_eval_split,
-    default_test_id_prefix,
     apply_speed_settings,
     LoraModelConfig,
     RunResult,
@@ -226,7 +224,7 @@ def make_trainer(
     refuse_eval_split(script_args.dataset_train_split)
 
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
-    prefix = script_args.test_id_prefix or default_test_id_prefix(script_args.dataset_name)
+    prefix = script_args.test_id_prefix or eval_id_prefix(script_args.dataset_name)
     train_dataset = load_split(script_args, script_args.dataset_train_split)
     check_scenario_rows(train_dataset, test_id_prefix=prefix)
     eval_dataset = None

@@ -514,7 +514,7 @@ def check_inputs(loop: Loop, stages: list[str]) -> None:
 def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     from poolbench_data.boards.splits import EVAL_SEED
-    from poolbench_data.cli.args import UserError, parse, run_main
+    from poolbench_data.cli.args import UserError, check_at_least, parse, run_main
 
     a = parse(LoopArguments, argv)
 
@@ -533,8 +533,7 @@ def main(argv=None) -> int:
         for name, v, low in (("--eval_n", a.eval_n, 1), ("--train_n", a.train_n, 1), ("--sample_n", a.sample_n, 1),
                              ("--samples", a.samples, 1), ("--grpo_steps", a.grpo_steps, 1),
                              ("--dpo_steps", a.dpo_steps, 0)):
-            if v < low:
-                raise UserError(f"{name} must be >= {low} (got {v})")
+            check_at_least(name, v, low)
         if a.track == "tools" and "pairs" in stages and a.samples < 2:
             raise UserError(f"--samples {a.samples}: tool-track pairs are best against worst of a board's samples; "
                             "give --samples 2 or more")

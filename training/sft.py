@@ -53,7 +53,7 @@ from typing import Any
 
 from trl import SFTConfig, TrlParser
 
-from poolbench_data.boards.splits import EVAL_SEED, SplitLeakError, id_prefix
+from poolbench_data.boards.splits import EVAL_SEED, SplitLeakError, eval_id_prefix, id_prefix, refuse_eval_split
 from poolbench_data.prefs import check
 
 # training/ is a folder of scripts, not a package: `python training/sft.py`
@@ -64,8 +64,6 @@ if _HERE not in sys.path:
 from common import (  # noqa: E402
     command_line,
     usage_errors,
-    refuse_eval_split,
-    default_test_id_prefix,
     apply_speed_settings,
     LoraModelConfig,
     RunResult,
@@ -228,7 +226,7 @@ def tool_row_problems(row: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-# The ids of builders/build_dataset.py's default evaluation boards; see default_test_id_prefix.
+# The ids of builders/build_dataset.py's default evaluation boards; see boards.splits.eval_id_prefix.
 DEFAULT_TEST_ID_PREFIX = id_prefix(EVAL_SEED)
 
 
@@ -391,7 +389,7 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
     check_model_path(model_path)
 
     # Then the data: a malformed or leaking dataset should fail before minutes of model loading.
-    prefix = script_args.test_id_prefix or default_test_id_prefix(script_args.dataset_name)
+    prefix = script_args.test_id_prefix or eval_id_prefix(script_args.dataset_name)
     train_dataset = load_split(script_args, script_args.dataset_train_split)
     check_sft_rows(train_dataset, test_id_prefix=prefix)
     tools = is_tool_dataset(check.column_names(train_dataset))

@@ -20,7 +20,7 @@ from poolbench_data.core.records import (CATEGORIES, CUE, EIGHT, MAX_SEED, SOLID
                                          Scenario)
 from poolbench_data.core.table import geometry
 from poolbench_data.core.validation import placement_problem
-from poolbench_data.boards.splits import EVAL_SEED, scenario_id  # noqa: F401 - scenario_id: its users import it here
+from poolbench_data.boards.splits import EVAL_SEED, scenario_id
 
 DEFAULT_SEED = EVAL_SEED  # the evaluation set; training sets use other base seeds
 DEFAULT_N = 50

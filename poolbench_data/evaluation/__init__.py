@@ -3,7 +3,7 @@
     from poolbench_data.evaluation import EvalConfig, evaluate
     result = evaluate(EvalConfig(n=10, out="results/ten"))
     print(result.report)
-    result.summary()["llm-name"]["overall"]["clean_pot"]
+    result.summary[result.name]["overall"]["clean_pot"]
 
 `poolbench eval` and `poolbench score` are thin wrappers over `evaluate`.
 """

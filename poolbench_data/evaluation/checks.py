@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from poolbench_data.core.errors import UserError, check_seed
+from poolbench_data.core.errors import UserError, check_at_least, check_seed
 from poolbench_data.evaluation import experiments
 from poolbench_data.llm.registry import backend_spec
 
@@ -23,8 +23,7 @@ def check_config(config) -> str:
                              ("--max_tokens", config.max_tokens, 1), ("--few_shot", config.few_shot, 0),
                              ("--boards", config.boards, 0), ("--max_model_len", config.max_model_len, 1),
                              ("--retries", config.retries, 0)):
-        if value < low:
-            raise UserError(f"{flag} must be >= {low} (got {value})")
+        check_at_least(flag, value, low)
     check_seed("--seed", config.seed)
     check_sampling(config, spec)
     for flag, value in (("--request_timeout", config.request_timeout), ("--timeout", config.timeout)):
@@ -118,7 +117,7 @@ def check_context(config, model: str, scenarios) -> None:
 def check_dataset(folder: Path, split: str, n: int, seed: int) -> None:
     """Everything the final `replace_rows` needs, checked before generation:
     a writable parent, no other writer, every shard readable, the boards."""
-    from poolbench_data.boards.generate import scenario_id
+    from poolbench_data.boards.splits import scenario_id
     from poolbench_data.hub.folder import read_rows, require_dataset
 
     require_dataset(folder, "--dataset_dir")  # also finishes a swap a killed run left, and opens every shard

@@ -73,9 +73,6 @@ class EvalConfig:
                                             "within --max_tokens; tokens spent reasoning are reported in "
                                             "results.json's usage")
 
-    def replace(self, **changes) -> EvalConfig:
-        return dataclasses.replace(self, **changes)
-
 
 def add_arguments(parser) -> None:
     """--config, then one flag per field, underscores, the field's help (as TRL's HfArgumentParser). A flag

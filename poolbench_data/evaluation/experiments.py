@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from poolbench_data.core.errors import UserError
+from poolbench_data.core.errors import UserError, check_at_least
 
 
 def check(config, spec) -> None:
     """The experiments' flags against each other and against what the backend (`spec`) can do."""
-    for field, value, low in (("--rounds", config.rounds, 1), ("--max_tool_calls", config.max_tool_calls, 1)):
-        if value < low:
-            raise UserError(f"{field} must be >= {low} (got {value})")
+    for flag, value, low in (("--rounds", config.rounds, 1), ("--max_tool_calls", config.max_tool_calls, 1)):
+        check_at_least(flag, value, low)
     if config.vision and not spec.images:
         raise UserError("--vision sends images over the OpenAI-compatible API: pass --backend openai and a "
                         "multimodal model's --base_url")

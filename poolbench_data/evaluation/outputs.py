@@ -119,9 +119,9 @@ def request_failures(config, name: str, llm_records) -> dict:
 
 
 def report(config, name, scenarios, baselines, base_records, llm_records, oracle_shots, out: Path,
-            failed: dict) -> str:
-    """Print-ready report; also draws the heatmap and the board PNGs. Shots
-    without a response are counted apart, never in the model's rates."""
+            failed: dict) -> tuple[str, dict]:
+    """Print-ready report and the summary it prints (also summary.json); draws the heatmap and the board PNGs.
+    Shots without a response are counted apart, never in the model's rates."""
     from poolbench_data.llm.player import REQUEST_FAILED
     from poolbench_data.report.evaluation import decomposition, format_decomposition, parse_summary
     from poolbench_data.report.render import render_heatmap
@@ -150,7 +150,7 @@ def report(config, name, scenarios, baselines, base_records, llm_records, oracle
     parts = [format_table(summary, title), format_categories(summary), parse_line, format_decomposition(decomp)]
     if failed["incomplete"]:
         parts.insert(0, f"INCOMPLETE: {failed['text']}; these results are not a measurement of {name}")
-    return "\n\n".join(parts)
+    return "\n\n".join(parts), summary
 
 
 def draw_boards(scenarios, records, players, out: Path, k: int) -> None:

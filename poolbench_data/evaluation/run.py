@@ -20,6 +20,7 @@ class EvalResult:
     config: EvalConfig
     name: str  # the model's player name
     report: str  # the printed tables
+    summary: dict  # summary.json's: per player and category, each metric's count, rate and Wilson interval
     records: tuple  # the model's ShotRecords (refinement rounds and samples included)
     baseline_records: tuple
     trace_rows: tuple  # the model's rows as written to llm_traces.jsonl
@@ -30,10 +31,6 @@ class EvalResult:
     def incomplete(self) -> bool:
         """More of the model's requests failed than max_failed_share allows: not a measurement of the model."""
         return self.results["request_failures"]["incomplete"]
-
-    def summary(self) -> dict:
-        """summary.json: per player and category, each metric's count, rate and Wilson interval."""
-        return json.loads((self.out / "summary.json").read_text())["summary"]
 
 
 def evaluate(config: EvalConfig) -> EvalResult:
@@ -83,7 +80,8 @@ def evaluate(config: EvalConfig) -> EvalResult:
             backend.close()
     gen_s = time.perf_counter() - t1
     failed = outputs.request_failures(config, name, llm_records)
-    report = outputs.report(config, name, scenarios, baselines, base_records, llm_records, oracle_shots, out, failed)
+    report, summary = outputs.report(config, name, scenarios, baselines, base_records, llm_records, oracle_shots, out,
+                                     failed)
     print(report)
     rows = llm_trace_rows(llm_records, oracle_shots, settings)
     with open(out / "llm_traces.jsonl", "w") as f:
@@ -113,4 +111,5 @@ def evaluate(config: EvalConfig) -> EvalResult:
                          provenance_key=f"{name}:{config.split}", provenance=result["provenance"])
         print(f"traces/{config.split} of {config.dataset_dir} now has {n} rows")
     print(f"report, heatmap, boards and traces in {out}/ (generation {gen_s:.0f} s)")
-    return EvalResult(config, name, report, tuple(llm_records), tuple(base_records), tuple(rows), result, out)
+    return EvalResult(config, name, report, summary, tuple(llm_records), tuple(base_records), tuple(rows), result,
+                      out)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from poolbench_data.boards.generate import scenario_id
+from poolbench_data.boards.splits import scenario_id
 from poolbench_data.hub.build import EVAL_SPLIT, SHARD_FILE, results_table, shard_range
 from poolbench_data.hub.card import write_card
 from poolbench_data.hub.folder import ShardWriter, check_shards, read_rows, staged_folder, write_provenance

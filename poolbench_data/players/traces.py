@@ -45,12 +45,12 @@ def oracle_shots(records: Iterable[ShotRecord]) -> dict[str, Shot]:
 FIX = "pass the llm_traces.jsonl of a `poolbench eval` run"
 
 
-def load_traces(path: Path) -> list[dict]:
-    """The rows of an llm_traces.jsonl. A file that is not one is an error
-    naming the file, the line and the fix (an empty file is no rows)."""
+def load_traces(path: Path, fix: str = FIX) -> list[dict]:
+    """The rows of an llm_traces.jsonl (or any JSON-lines file of objects). A file that is not one is an error
+    naming the file, the line and `fix` (an empty file is no rows)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist or is not a file; {FIX}")
+        raise FileNotFoundError(f"{path} does not exist or is not a file; {fix}")
     rows = []
     with open(path, encoding="utf-8", errors="replace") as f:
         for i, line in enumerate(f, 1):
@@ -59,8 +59,8 @@ def load_traces(path: Path) -> list[dict]:
             try:
                 row = json.loads(line)
             except (ValueError, RecursionError):
-                raise ValueError(f"{path}: line {i} is not JSON; {FIX}") from None
+                raise ValueError(f"{path}: line {i} is not JSON; {fix}") from None
             if not isinstance(row, dict):
-                raise ValueError(f"{path}: line {i} is not a JSON object; {FIX}")
+                raise ValueError(f"{path}: line {i} is not a JSON object; {fix}")
             rows.append(row)
     return rows

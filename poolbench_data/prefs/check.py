@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from poolbench_data.boards.splits import SplitLeakError, leak_problem  # noqa: F401 - SplitLeakError: raised here
+from poolbench_data.boards.splits import SplitLeakError, leak_problem
 
 REQUIRED_COLUMNS = ("prompt", "chosen", "rejected")
 ROLES = ("system", "user", "assistant", "tool")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from poolbench_data.boards.splits import EVAL_SPLITS
+from poolbench_data.boards.splits import SplitLeakError, leak_problem
 from poolbench_data.core.records import Scenario
 from poolbench_data.llm.tools import run_call, tool_calls, with_tool_note
 from poolbench_data.prefs.pairs import _pair, answered, fine_score
@@ -82,18 +82,18 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
         raise ThreadMismatch(f"thread {old['scenario_id']!r} sample {old['sample']} has no `turns` (written by an "
                              "older poolbench eval); run `poolbench eval --tools` again")
     by_thread = {(t["scenario_id"], t["player"], t["sample"]): t for t in traces if t.get("player_kind") == "llm"}
-    grouped: dict[tuple[str, str], list[tuple[Mapping, Mapping]]] = {}
+    grouped: dict[str, dict[str, list[tuple[Mapping, Mapping]]]] = {}  # board -> player -> (thread, trace)
     for th in threads:
         tr = by_thread.get((th["scenario_id"], th["player"], th["sample"]))
         if usable(th, tr):
-            grouped.setdefault((th["scenario_id"], th["player"]), []).append((th, tr))
+            grouped.setdefault(th["scenario_id"], {}).setdefault(th["player"], []).append((th, tr))
     out = []
     for row in scenarios:
-        if row.get("split") in EVAL_SPLITS:
-            raise ValueError(f"scenario {row['id']!r} is from split {row['split']!r}; pairs come from train boards")
+        if leak := leak_problem(row, None, id_key="id"):
+            raise SplitLeakError(f"scenario {row['id']!r}: {leak}; pairs come from train boards")
         scenario = None
-        for player in sorted({p for sid, p in grouped if sid == row["id"]}):
-            both = sorted(grouped[row["id"], player], key=lambda x: x[0]["sample"])
+        for player, samples in sorted(grouped.get(row["id"], {}).items()):
+            both = sorted(samples, key=lambda x: x[0]["sample"])
             best = max(both, key=lambda x: fine_score(x[1]))  # first of the best, by sample order
             worst = min(both, key=lambda x: fine_score(x[1]))
             if fine_score(best[1]) <= fine_score(worst[1]):
