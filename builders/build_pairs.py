@@ -28,6 +28,10 @@ class ScriptArguments(PushArguments):
     tool_eval_dir: str = field(default="", metadata={"help": "Report folder (--out) of `poolbench eval --tools "
                                "--samples K` on this split's boards: build the `pairs_tools` config from its "
                                "tool_calls.jsonl and llm_traces.jsonl instead of `pairs` (--sources is not used)."})
+    tool_sources: str = field(default="tool-on-policy,tool-recovery", metadata={
+        "help": "With --tool_eval_dir: comma-separated tool pair sources (tool-on-policy: best against worst "
+                "sample; tool-recovery: a call for the board's open shot against an answer after a blocked tool "
+                "answer)."})
 
 
 def build(args: ScriptArguments) -> None:
@@ -75,9 +79,14 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict]) -> No
     from poolbench_data.cli.args import UserError
     from poolbench_data.hub.update import write_config
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.tool_pairs import SOURCE, ThreadMismatch, tool_pairs
+    from poolbench_data.prefs.tool_pairs import TOOL_SOURCES, ThreadMismatch, tool_pairs
     from poolbench_data.report.provenance import provenance
 
+    sources = [s.strip() for s in args.tool_sources.split(",") if s.strip()]
+    unknown = [s for s in sources if s not in TOOL_SOURCES]
+    if not sources or unknown:
+        raise UserError(f"--tool_sources {args.tool_sources!r}: " + (f"unknown source(s) {unknown}" if unknown
+                        else "no source") + f"; give one or more of {','.join(TOOL_SOURCES)}")
     src = Path(args.tool_eval_dir)
     files = {name: src / name for name in ("tool_calls.jsonl", "llm_traces.jsonl")}
     missing = [str(p) for p in files.values() if not p.is_file()]
@@ -93,7 +102,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict]) -> No
         raise UserError(f"--tool_eval_dir {src}: {len(foreign)} boards are not in {folder} split {args.split!r} "
                         f"(e.g. {foreign[0]!r}); run the eval with the split's --seed and --n")
     try:
-        pairs = tool_pairs(scenarios, threads, traces)
+        pairs = tool_pairs(scenarios, threads, traces, sources)
     except ThreadMismatch as exc:
         raise UserError(f"--tool_eval_dir {src}: {exc}") from None
     if not pairs:
@@ -101,10 +110,11 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict]) -> No
                         f"and in score); {folder} is unchanged. Sample more answers a board (--samples) at a "
                         "higher --temperature")
     counts = write_config(folder, "pairs_tools", {args.split: pairs}, "pairs_tools",
-                          provenance(split=args.split, source=SOURCE, tool_eval_dir=str(src.resolve()),
+                          provenance(split=args.split, sources=sources, tool_eval_dir=str(src.resolve()),
                                      threads=len(threads)))
     turns = {k: sum(p["turn"] == k for p in pairs) for k in sorted({p["turn"] for p in pairs})}
-    print(f"pairs_tools/{args.split}: {counts[args.split]} pairs (by turn where the choices part: {turns}) from "
+    by = {s: sum(p["source"] == s for p in pairs) for s in sources}
+    print(f"pairs_tools/{args.split}: {counts[args.split]} pairs {by} (by turn: {turns}) from "
           f"{len(threads)} threads on {len({t['scenario_id'] for t in threads})} boards of {src}")
     args.maybe_push(folder)
 

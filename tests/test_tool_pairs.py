@@ -107,9 +107,10 @@ def test_threads_record_every_word_the_model_wrote(sampled):
 
 
 def test_pairs_part_where_the_choices_do_and_the_physics_orders_them(pairs):
-    assert pairs and {p["source"] for p in pairs} == {"tool-on-policy"}
-    assert {p["turn"] for p in pairs} == {0, 1}  # a different pocket called; the same call, a softer answer
-    for p in pairs:
+    assert pairs and {p["source"] for p in pairs} == {"tool-on-policy", "tool-recovery"}
+    on_policy = [p for p in pairs if p["source"] == "tool-on-policy"]
+    assert {p["turn"] for p in on_policy} == {0, 1}  # a different pocket called; the same call, a softer answer
+    for p in on_policy:
         assert p["chosen_score"] > p["rejected_score"] and p["margin"] > 0
         assert p["chosen_outcome"]["score"] == p["chosen_score"]
         assert p["prompt"][0]["role"] == "system" and p["prompt"][0]["content"].endswith(TOOL_NOTE)
@@ -124,6 +125,42 @@ def test_pairs_part_where_the_choices_do_and_the_physics_orders_them(pairs):
             assert [m["role"] for m in p["prompt"]][-2:] == ["assistant", "tool"]
             speeds = {json.loads(side["content"])["cue_speed"] for side in (chosen, rejected)}
             assert SOFT in speeds and len(speeds) == 2
+
+
+def test_recovery_pairs_call_again_where_the_model_answered_a_blocked_shot(pairs, sampled):
+    from poolbench_data.hub.folder import read_rows
+
+    rows = {r["id"]: r for r in read_rows(sampled[0], "scenarios", "train")}
+    recovery = [p for p in pairs if p["source"] == "tool-recovery"]
+    assert recovery
+    for p in recovery:
+        s = Scenario.from_row(rows[p["scenario_id"]])
+        assert [m["role"] for m in p["prompt"]][-2:] == ["assistant", "tool"] and p["turn"] == 1
+        assert not clear(json.loads(p["prompt"][-1]["content"]))  # the model had been told the shot is blocked
+        (chosen,), (rejected,) = p["chosen"], p["rejected"]
+        (call,) = tool_calls(chosen["content"])
+        assert clear(tool_answer(s, call["arguments"]["target_ball"], call["arguments"]["pocket"]))
+        assert tool_calls(rejected["content"]) == [] and "target_ball" in json.loads(rejected["content"])
+        assert p["chosen_outcome"]["clean_pot"] and not p["rejected_outcome"]["clean_pot"]
+        assert p["chosen_model"] == "tool_oracle" and p["margin"] > 0
+    # one pair per distinct conversation: the scripted samples 2 are alike on a board, and pair once
+    assert len({(p["scenario_id"], p["rejected"][0]["content"]) for p in recovery}) == len(recovery)
+
+
+def test_recovery_respects_the_sources_and_the_call_cap(sampled):
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+    from poolbench_data.prefs.tool_pairs import tool_pairs
+
+    root, out = sampled
+    scenarios = read_rows(root, "scenarios", "train")
+    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    assert {p["source"] for p in tool_pairs(scenarios, threads, traces, ["tool-on-policy"])} == {"tool-on-policy"}
+    # at the eval's cap the model's next turn is read as its answer: a call taught there could never run
+    capped = tool_pairs(scenarios, threads, traces, ["tool-recovery"], max_calls=1)
+    assert capped == [] and tool_pairs(scenarios, threads, traces, ["tool-recovery"])
+    with pytest.raises(ValueError, match="unknown tool pair source"):
+        tool_pairs(scenarios, threads, traces, ["on-policy"])
 
 
 def test_every_tool_turn_in_a_prompt_is_the_tools_answer(pairs, sampled):

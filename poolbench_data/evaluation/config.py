@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
 from poolbench_data.llm.registry import BACKENDS
+from poolbench_data.llm.tools import MAX_CALLS
 from poolbench_data.players import EVAL_BASELINES
 from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 
@@ -67,7 +68,7 @@ class EvalConfig:
     vision: bool = _f(False, "send the rendered board PNG with the prompt (OpenAI image_url; --backend openai)")
     tools: bool = _f(False, "tool-augmented: the model may call a ghost_ball geometry tool (OpenAI function "
                             "calling, run locally) before it answers; calls in OUT/tool_calls.jsonl")
-    max_tool_calls: int = _f(3, "tool calls a shot may make (with --tools)")
+    max_tool_calls: int = _f(MAX_CALLS, "tool calls a shot may make (with --tools)")
     reasoning_budget: int | None = _f(None, "reasoning models: at most this many tokens inside <think> ... </think> "
                                             "(vLLM's thinking_token_budget; the server needs --reasoning-parser), "
                                             "within --max_tokens; tokens spent reasoning are reported in "

@@ -53,6 +53,7 @@ TOOL_NOTE = (
     '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "3", "pocket": "rt"}}</tool_call> '
     "and wait for the result. When you are ready, answer with the JSON action as instructed."
 )
+MAX_CALLS = 3  # tool calls a shot may make by default; the answer is the turn after the last
 # Tokens a tool result adds to the conversation (a result is ~70 tokens with
 # SmolLM2's digit-by-digit tokenizer); used to check the context before work.
 RESULT_TOKENS = 120

@@ -14,6 +14,16 @@ thread's), its completions one model turn each, so DPO's loss falls on what
 the model wrote there and never on the tool's answers. A thread whose answer
 did not parse, or that never called the tool, differs from the others in
 format, not in choice: it is left out.
+
+A second source, `tool-recovery`, pairs the decision the tool-SFT model gets
+most wrong: answering after a tool answer that was not clear (a ball in a
+path, a ghost ball not free, an error). Where a thread did that and its shot
+was not a legal pot, the prompt is the model's own conversation up to that
+answer, `rejected` is the answer it wrote, and `chosen` is a call for the
+board's demonstrated open shot (`tool_sft.find_pot`: clear in the tool, and
+written with the tool's aim a legal pot in the simulator), scored by playing
+that continuation. The state is on-policy; the chosen turn is the recovery
+the demonstrations show.
 """
 
 from __future__ import annotations
@@ -22,12 +32,17 @@ import json
 from collections.abc import Mapping, Sequence
 
 from poolbench_data.boards.splits import SplitLeakError, leak_problem
-from poolbench_data.core.records import Scenario
-from poolbench_data.llm.tools import run_call, tool_calls, with_tool_note
-from poolbench_data.prefs.pairs import _pair, answered, fine_score
+from poolbench_data.core.records import Scenario, Shot
+from poolbench_data.llm.tools import MAX_CALLS, run_call, tool_calls, with_tool_note
+from poolbench_data.players.play import play_shot
+from poolbench_data.players.traces import trace_row
+from poolbench_data.prefs.pairs import _pair, answered, fine_score, physics_score
+from poolbench_data.prefs.tool_sft import call_text, clear, find_pot
 from poolbench_data.protocol.prompts import messages
 
 SOURCE = "tool-on-policy"
+RECOVERY = "tool-recovery"
+TOOL_SOURCES = (SOURCE, RECOVERY)
 
 
 class ThreadMismatch(ValueError):
@@ -75,41 +90,90 @@ def _described(d: tuple) -> str:
     return f"answer ball {d[1]} aim {d[2]} speed {d[3]}"
 
 
-def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping]) -> list[dict]:
-    """One pair per board and player where the best usable thread outscores the worst (module docstring)."""
+def _usable_threads(threads: Sequence[Mapping], traces: Sequence[Mapping]) -> dict[str, dict[str, list]]:
+    """board -> player -> [(thread, trace)] of the usable threads, in sample order."""
     old = next((t for t in threads if "turns" not in t), None)
     if old is not None:
         raise ThreadMismatch(f"thread {old['scenario_id']!r} sample {old['sample']} has no `turns` (written by an "
                              "older poolbench eval); run `poolbench eval --tools` again")
     by_thread = {(t["scenario_id"], t["player"], t["sample"]): t for t in traces if t.get("player_kind") == "llm"}
-    grouped: dict[str, dict[str, list[tuple[Mapping, Mapping]]]] = {}  # board -> player -> (thread, trace)
-    for th in threads:
+    grouped: dict[str, dict[str, list[tuple[Mapping, Mapping]]]] = {}
+    for th in sorted(threads, key=lambda t: t["sample"]):
         tr = by_thread.get((th["scenario_id"], th["player"], th["sample"]))
         if usable(th, tr):
             grouped.setdefault(th["scenario_id"], {}).setdefault(th["player"], []).append((th, tr))
+    return grouped
+
+
+def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping],
+               sources: Sequence[str] = TOOL_SOURCES, max_calls: int = MAX_CALLS) -> list[dict]:
+    """The pairs of `sources`, board by board (module docstring). `max_calls`: the eval's cap on calls, so a
+    recovery call is never taught where the evaluator would not run it."""
+    unknown = [x for x in sources if x not in TOOL_SOURCES]
+    if unknown:
+        raise ValueError(f"unknown tool pair source(s) {unknown}; available: {', '.join(TOOL_SOURCES)}")
+    grouped = _usable_threads(threads, traces)
     out = []
     for row in scenarios:
         if leak := leak_problem(row, None, id_key="id"):
             raise SplitLeakError(f"scenario {row['id']!r}: {leak}; pairs come from train boards")
-        scenario = None
-        for player, samples in sorted(grouped.get(row["id"], {}).items()):
-            both = sorted(samples, key=lambda x: x[0]["sample"])
-            best = max(both, key=lambda x: fine_score(x[1]))  # first of the best, by sample order
-            worst = min(both, key=lambda x: fine_score(x[1]))
-            if fine_score(best[1]) <= fine_score(worst[1]):
-                continue
-            db, dw = decisions(*best), decisions(*worst)
-            turn = next((k for k, (x, y) in enumerate(zip(db, dw)) if x != y), None)
-            if turn is None:  # same choices, different wording: no preference about play
-                continue
-            scenario = scenario or Scenario.from_row(row)
-            conv_b, conv_w = thread_messages(scenario, best[0]), thread_messages(scenario, worst[0])
-            at_b, at_w = _assistant_index(conv_b, turn), _assistant_index(conv_w, turn)
-            model = best[1].get("model") or player
-            pair = _pair(row, conv_b[at_b]["content"], conv_w[at_w]["content"], best[1], worst[1], SOURCE,
-                         model, model, prompt=conv_b[:at_b])
-            out.append({**pair, "turn": turn, "chosen_decision": _described(db[turn]),
-                        "rejected_decision": _described(dw[turn])})
+        if row["id"] not in grouped:
+            continue
+        scenario = Scenario.from_row(row)
+        for player, samples in sorted(grouped[row["id"]].items()):
+            if SOURCE in sources:
+                out += _best_vs_worst(row, scenario, player, samples)
+            if RECOVERY in sources:
+                out += _recoveries(row, scenario, samples, max_calls)
+    return out
+
+
+def _best_vs_worst(row: dict, scenario: Scenario, player: str, samples: list) -> list[dict]:
+    best = max(samples, key=lambda x: fine_score(x[1]))  # first of the best, by sample order
+    worst = min(samples, key=lambda x: fine_score(x[1]))
+    if fine_score(best[1]) <= fine_score(worst[1]):
+        return []
+    db, dw = decisions(*best), decisions(*worst)
+    turn = next((k for k, (x, y) in enumerate(zip(db, dw)) if x != y), None)
+    if turn is None:  # same choices, different wording: no preference about play
+        return []
+    conv_b, conv_w = thread_messages(scenario, best[0]), thread_messages(scenario, worst[0])
+    at_b, at_w = _assistant_index(conv_b, turn), _assistant_index(conv_w, turn)
+    model = best[1].get("model") or player
+    pair = _pair(row, conv_b[at_b]["content"], conv_w[at_w]["content"], best[1], worst[1], SOURCE,
+                 model, model, prompt=conv_b[:at_b])
+    return [{**pair, "turn": turn, "chosen_decision": _described(db[turn]), "rejected_decision": _described(dw[turn])}]
+
+
+def _recoveries(row: dict, scenario: Scenario, samples: list, max_calls: int) -> list[dict]:
+    """A recovery pair for each distinct thread that answered after an unclear tool answer and did not pot."""
+    out, seen, demo = [], set(), None
+    for thread, trace in samples:
+        calls = thread["calls"]
+        if clear(calls[-1]["result"]) or len(calls) >= max_calls or physics_score(trace) >= 3:
+            continue
+        if demo is None:
+            oracle = Shot.from_row(row["oracle_shot"]) if row.get("oracle_shot") else None
+            demo = find_pot(scenario, oracle) or ()
+        if not demo:
+            return out  # the tool's geometry gives this board no legal pot to recover to
+        ball, pocket, answer, shot, _ = demo
+        called = {(str((c.get("arguments") or {}).get("target_ball")), str((c.get("arguments") or {}).get("pocket")))
+                  for c in calls}
+        conv = thread_messages(scenario, thread)
+        key = (json.dumps(conv[:-1]), thread["final_response"])
+        if (ball, pocket) in called or key in seen:
+            continue
+        seen.add(key)
+        record = play_shot(scenario, shot, player="tool_oracle", kind="llm", raw_response=answer, parse_status="ok")
+        chosen = trace_row(record, Shot.from_row(row["oracle_shot"]) if row.get("oracle_shot") else None,
+                           model="tool_oracle")
+        model = trace.get("model") or thread["player"]
+        pair = _pair(row, call_text(ball, pocket), thread["final_response"], chosen, trace, RECOVERY,
+                     "tool_oracle", model, prompt=conv[:-1])
+        turn = len(thread["turns"])
+        out.append({**pair, "turn": turn, "chosen_decision": _described(("call", ball, pocket)),
+                    "rejected_decision": _described(decisions(thread, trace)[-1])})
     return out
 
 
