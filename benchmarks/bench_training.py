@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = {"sft": "training/recipes/sft-smollm2-135m-cpu.yaml", "dpo": "training/recipes/smollm2-135m-cpu.yaml"}
 DEFAULT_SETTINGS = "sft,dpo"
-# flag -> the script arguments it sets (training/common.py TrainScriptArguments, TRL's configs)
+# flag -> the script arguments it sets (poolbench_data/training/common.py TrainScriptArguments, TRL's configs)
 FLAGS = {
     "lora": ["--use_peft", "true"], "full": ["--use_peft", "false"],
     "fp32": ["--dtype", "float32"], "bf16w": ["--dtype", "bfloat16"],
@@ -196,8 +196,7 @@ def main(argv=None) -> list[dict]:
         setting_args(s)  # every mistake before minutes of work
     if args.json is not None and not args.json.parent.is_dir():
         usage_error(f"--json: folder {args.json.parent} does not exist. Fix: create it or pick another path.")
-    sys.path.insert(0, str(ROOT))
-    from training.common import cpu_has_native_bf16  # noqa: E402  (after the path)
+    from poolbench_data.llm.model import cpu_has_native_bf16
 
     rows = []
     if settings:  # `--settings "" --floor`: the floor alone

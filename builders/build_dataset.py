@@ -46,7 +46,7 @@ class ScriptArguments(PushArguments):
 
 
 def parse_shard(text: str) -> tuple[int, int] | None:
-    from poolbench_data.cli.args import UserError
+    from poolbench_data.core.errors import UserError
     from poolbench_data.hub.build import check_shard
 
     if not text:
@@ -59,7 +59,7 @@ def parse_shard(text: str) -> tuple[int, int] | None:
 
 
 def build(args: ScriptArguments) -> None:
-    from poolbench_data.cli.args import UserError
+    from poolbench_data.core.errors import UserError
     from poolbench_data.hub.build import build_benchmark
     from poolbench_data.players.pool import default_workers
 
@@ -78,7 +78,7 @@ def build(args: ScriptArguments) -> None:
 
 
 def main(argv=None) -> int:
-    from poolbench_data.cli.args import parse, run_main
+    from poolbench_data.core.config import parse, run_main
 
     return run_main(lambda: build(parse(ScriptArguments, argv)))
 

@@ -38,7 +38,7 @@ def build(args: ScriptArguments) -> None:
     from pathlib import Path
 
     from poolbench_data.boards.splits import EVAL_SPLITS
-    from poolbench_data.cli.args import UserError
+    from poolbench_data.core.errors import UserError
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
     from poolbench_data.prefs.pairs import SOURCES, build_pairs
@@ -76,7 +76,7 @@ def build(args: ScriptArguments) -> None:
 def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict]) -> None:
     from pathlib import Path
 
-    from poolbench_data.cli.args import UserError
+    from poolbench_data.core.errors import UserError
     from poolbench_data.hub.update import write_config
     from poolbench_data.players.traces import load_traces
     from poolbench_data.prefs.tool_pairs import TOOL_SOURCES, ThreadMismatch, tool_pairs
@@ -120,7 +120,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict]) -> No
 
 
 def main(argv=None) -> int:
-    from poolbench_data.cli.args import parse, run_main
+    from poolbench_data.core.config import parse, run_main
 
     return run_main(lambda: build(parse(ScriptArguments, argv)))
 

@@ -33,7 +33,7 @@ class ScriptArguments(PushArguments):
 def build(args: ScriptArguments) -> None:
     from pathlib import Path
 
-    from poolbench_data.cli.args import UserError
+    from poolbench_data.core.errors import UserError
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
     from poolbench_data.boards.splits import EVAL_SPLITS
@@ -70,7 +70,7 @@ def build(args: ScriptArguments) -> None:
 
 
 def main(argv=None) -> int:
-    from poolbench_data.cli.args import parse, run_main
+    from poolbench_data.core.config import parse, run_main
 
     return run_main(lambda: build(parse(ScriptArguments, argv)))
 

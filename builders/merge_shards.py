@@ -36,7 +36,7 @@ def merge(args: ScriptArguments) -> None:
 
 
 def main(argv=None) -> int:
-    from poolbench_data.cli.args import parse, run_main
+    from poolbench_data.core.config import parse, run_main
 
     return run_main(lambda: merge(parse(ScriptArguments, argv)))
 

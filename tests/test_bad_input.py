@@ -332,6 +332,35 @@ def test_workers_and_resource_tracker_die_with_a_killed_parent():
         _kill_all(proc, children)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_local_ray_instance_dies_with_a_killed_driver():
+    # Ray's raylet followed a SIGKILLed driver, but its agents lived on for about a minute (issue 22).
+    pytest.importorskip("ray")
+    proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "baseline", "--n", "200", "--workers", "2",
+                             "--executor", "ray", "--out", "", "--quiet"], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen: dict = {}
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not (any("raylet" in c for c in seen.values())
+                                                   and any("agent" in c for c in seen.values())
+                                                   and any("players.reaper" in c for c in seen.values())):
+            seen.update(_descendants(proc.pid))
+            time.sleep(0.2)
+        assert any("agent" in c for c in seen.values()) and any("players.reaper" in c for c in seen.values()), seen
+        time.sleep(2)
+        seen.update(_descendants(proc.pid))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(_alive(p) for p in seen):
+            time.sleep(0.2)
+        assert not [c for p, c in seen.items() if _alive(p)]
+    finally:
+        _kill_all(proc, seen)
+
+
 def _descendants(pid) -> dict:
     found, todo = {}, [pid]
     while todo:

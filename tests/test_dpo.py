@@ -304,7 +304,7 @@ def test_a_dataset_name_that_is_no_folder_here_is_never_read_from_a_cache(pairs_
     for name in ("poolbench", "./poolbench", "runs/poolbench", "a/b/c", str(tmp_path / "missing")):
         with pytest.raises(FileNotFoundError, match=re.escape(f"dataset_name={name!r}: no such folder")):
             dpo.main(tiny_args(tmp_path / "no-model", name, tmp_path / "out", max_steps=1))
-    from common import resolve_dataset
+    from poolbench_data.training.common import resolve_dataset
 
     assert resolve_dataset("someone/poolbench") == "someone/poolbench"  # a Hub id
     shutil.copytree(pairs_folder, tmp_path / "poolbench")

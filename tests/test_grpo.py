@@ -34,6 +34,8 @@ pytest.importorskip("peft")
 
 from datasets import Dataset, load_dataset  # noqa: E402
 
+from poolbench_data.boards.splits import SplitLeakError  # noqa: E402
+from poolbench_data.prefs.check import ScenarioRowsError, check_scenario_rows  # noqa: E402
 from poolbench_data.prefs.reward import physics_reward, score_completion  # noqa: E402
 from tiny_model import build_tiny_model  # noqa: E402
 
@@ -238,7 +240,7 @@ def test_script_trains_and_saves_adapter_and_merged(tiny_model, boards_folder, t
 def test_script_refuses_the_test_split_before_loading_the_model(boards_folder, tmp_path):
     # The model path does not exist: reaching the model load would fail differently.
     argv = script_args(tmp_path / "no-model", boards_folder, tmp_path / "out", dataset_train_split="test")
-    with pytest.raises(grpo.SplitLeakError, match="dataset_train_split='test' is the evaluation split"):
+    with pytest.raises(SplitLeakError, match="dataset_train_split='test' is the evaluation split"):
         grpo.main(argv)
 
 
@@ -246,14 +248,14 @@ def test_script_refuses_the_test_split_before_loading_the_model(boards_folder, t
 def test_script_refuses_evaluation_board_ids(boards_folder, tmp_path):
     # Train boards are pb2-*; declared as evaluation boards, they must not be trained on.
     argv = script_args(tmp_path / "no-model", boards_folder, tmp_path / "out", test_id_prefix="pb2-")
-    with pytest.raises(grpo.SplitLeakError, match=r"4 of 4 training boards are evaluation boards"):
+    with pytest.raises(SplitLeakError, match=r"4 of 4 training boards are evaluation boards"):
         grpo.main(argv)
 
 
 @pytest.mark.slow
 def test_script_names_missing_reward_columns(boards_folder, tmp_path):
     argv = script_args(tmp_path / "no-model", boards_folder, tmp_path / "out", dataset_config="traces")
-    with pytest.raises(grpo.GRPODataError, match=r"missing column\(s\) \[.*'cue_ball'.*dataset_config: scenarios"):
+    with pytest.raises(ScenarioRowsError, match=r"missing column\(s\) \[.*'cue_ball'.*dataset_config: scenarios"):
         grpo.main(argv)
 
 
@@ -273,8 +275,8 @@ def test_script_checks_prompt_plus_completion_fits_the_context(tiny_model, board
 def test_malformed_board_is_named_with_its_row(boards):
     rows = boards.to_list()
     rows[2]["balls"] = rows[2]["balls"] + [rows[2]["balls"][0]]  # a ball listed twice
-    with pytest.raises(grpo.GRPODataError, match=r"1 of 4 rows cannot be scored:\n  row 2: .*appears twice"):
-        grpo.check_scenario_rows(Dataset.from_list(rows), test_id_prefix=None)
+    with pytest.raises(ScenarioRowsError, match=r"1 of 4 rows cannot be scored:\n  row 2: .*appears twice"):
+        check_scenario_rows(Dataset.from_list(rows), test_id_prefix=None)
 
 
 def test_recipes_parse_with_known_keys():

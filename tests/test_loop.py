@@ -1,8 +1,8 @@
-"""training/loop.py's before/after JSON, from real evaluations (replay backend)."""
+"""The loop (poolbench_data.training.loop, run as training/loop.py) and its numbers (report.pilot), from real
+evaluations (replay backend)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,13 +12,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _loop():
-    import sys
+    from poolbench_data.training import loop
 
-    spec = importlib.util.spec_from_file_location("training_loop", REPO / "training" / "loop.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their annotations through it
-    spec.loader.exec_module(module)
-    return module
+    return loop
 
 
 def _responses(path: Path, texts: list[str], boards) -> Path:
@@ -45,8 +41,9 @@ def test_pilot_json_has_the_issue_shape_and_counts_what_the_traces_say(tmp_path)
         src = _responses(tmp_path / f"{name}.jsonl", texts, boards)
         assert main(["eval", "--backend", "replay", "--responses", str(src), "--n", "4", "--name", name,
                      "--out", str(work / name), "--boards", "0", "--quiet"]) == 0
-    loop = _loop()
-    result = loop.pilot_result(work, tmp_path / "no-dataset", "SFT only")
+    from poolbench_data.report.pilot import pilot_result, scaling_table
+
+    result = pilot_result(work, "SFT only", None)
     assert result["n"] == 4 and result["after_model"] == "SFT only"
     keys = {"parseable", "legal_contact", "own_potted", "clean_pot", "foul", "median_abs_angle_error_deg",
             "distinct_aims"}
@@ -61,7 +58,7 @@ def test_pilot_json_has_the_issue_shape_and_counts_what_the_traces_say(tmp_path)
     assert result["mcnemar_p"]["parseable"] == pytest.approx(0.25)  # 3 discordant of 3: 2 * 0.5**3
     assert set(result["random"]) >= {"legal_contact"}
     assert [r["model"] for r in result["scaling"]] == ["base (0 examples)", "after"]
-    table = loop.scaling_table(work).splitlines()
+    table = scaling_table(work).splitlines()
     assert table[-1].split()[:2] == ["after", "3"]  # the after row, parseable first
 
 
@@ -115,7 +112,9 @@ def test_tool_track_json_has_the_issue_shape(tmp_path):
     work = tmp_path / "work"
     _tool_eval(work, "sft", ["no idea"] * 4, boards, tmp_path)
     _tool_eval(work, "grpo", actions, boards, tmp_path)
-    result = _loop().pilot_tools_result(work, tmp_path / "no-dataset")
+    from poolbench_data.report.pilot import pilot_tools_result
+
+    result = pilot_tools_result(work, {})
     assert result["n"] == 4 and result["dpo"] is None and result["free_text_sft"] is None
     assert result["sft"]["tool_called"] == 2 and result["sft"]["parseable"] == 0
     assert result["grpo"]["clean_pot"] == sum(json.loads(x)["clean_pot"] for x in
@@ -190,3 +189,26 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
     held_out = EvalConfig(**read_yaml(evaluation[evaluation.index("--config") + 1]))
     assert held_out.tools and held_out.out == str(tmp_path / "dpo") and held_out.model == str(tmp_path / "dpo" / "merged")
     assert held_out.baselines == loop.TOOL_BASELINES and held_out.model_args == "dtype=float32,enforce_eager=True"
+
+
+def test_examples_are_steps_times_the_batch_record_beside_the_checkpoints(tmp_path):
+    from poolbench_data.report.pilot import BATCH_RECORD, examples_seen
+
+    run = tmp_path / "sft"
+    ckpt = run / "checkpoint-30"
+    ckpt.mkdir(parents=True)
+    assert examples_seen(run) == 0  # not trained: no trainer_state.json
+    (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": 30}))
+    assert examples_seen(ckpt) is None  # steps known, batch unknown: never a guess
+    (run / BATCH_RECORD).write_text(json.dumps({"examples_per_step": 4}))
+    assert examples_seen(ckpt) == 120
+
+
+def test_the_script_is_the_librarys_command(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(REPO / "training" / "loop.py"), "--stages", "warmup", "--work_dir",
+                           str(tmp_path / "w")], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [done.stderr.strip()]
+    assert "--stages" in done.stderr and not (tmp_path / "w").exists()

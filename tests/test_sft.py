@@ -26,7 +26,10 @@ from safetensors.torch import load_file  # noqa: E402
 
 from poolbench_data.hub.card import write_card  # noqa: E402
 from poolbench_data.hub.folder import ShardWriter, write_provenance  # noqa: E402
+from poolbench_data.boards.splits import SplitLeakError, eval_id_prefix  # noqa: E402
+from poolbench_data.prefs import check_sft  # noqa: E402
 from poolbench_data.prefs.sft import sft_rows  # noqa: E402
+from poolbench_data.training.lengths import measure_lengths  # noqa: E402
 from tiny_model import IM_END, build_tiny_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -174,13 +177,13 @@ def test_sft_config_loads_from_hub_layout_folder(sft_folder):
     assert [m["role"] for m in row["prompt"]] == ["system", "user"]
     assert row["completion"] == [{"role": "assistant", "content": row["completion"][0]["content"]}]
     assert row["split"] == "train" and row["scenario_id"].startswith("pb1-")
-    sft.check_sft_rows(ds)
+    check_sft.check_sft_rows(ds)
 
 
 def test_check_sft_rows_names_missing_column():
     rows = [{k: v for k, v in r.items() if k != "completion"} for r in make_sft_rows(2)]
-    with pytest.raises(sft.SFTFormatError, match=r"missing column\(s\) \['completion'\].*dataset_config: sft"):
-        sft.check_sft_rows(Dataset.from_list(rows))
+    with pytest.raises(check_sft.SFTFormatError, match=r"missing column\(s\) \['completion'\].*dataset_config: sft"):
+        check_sft.check_sft_rows(Dataset.from_list(rows))
 
 
 @pytest.mark.parametrize(
@@ -202,32 +205,32 @@ def test_check_sft_rows_names_missing_column():
 def test_check_sft_rows_names_malformed_row(column, value, problem):
     rows = make_sft_rows(3)
     rows[2][column] = value
-    with pytest.raises(sft.SFTFormatError, match=r"1 of 3 sft rows are malformed:\n  row 2: " + problem):
-        sft.check_sft_rows(rows)
+    with pytest.raises(check_sft.SFTFormatError, match=r"1 of 3 sft rows are malformed:\n  row 2: " + problem):
+        check_sft.check_sft_rows(rows)
 
 
 def test_check_sft_rows_refuses_test_split_rows():
     rows = make_sft_rows(4)
     rows[1]["split"] = "test"
-    with pytest.raises(sft.SplitLeakError, match=r"(?s)1 of 4 training rows come from the test split:\n  row 1: "
+    with pytest.raises(SplitLeakError, match=r"(?s)1 of 4 training rows come from the test split:\n  row 1: "
                        r"split='test'\n.*--split train"):
-        sft.check_sft_rows(rows)
+        check_sft.check_sft_rows(rows)
 
 
 def test_check_sft_rows_refuses_evaluation_board_ids():
     rows = make_sft_rows(4)
     rows[2]["scenario_id"] = "pb0-000002"  # an evaluation board, whatever its split column says
     rows[3]["scenario_id"] = "pb01-000003"  # another base seed: not a prefix match
-    with pytest.raises(sft.SplitLeakError, match=r"(?s)1 of 4 .*row 2: scenario_id='pb0-000002' is an evaluation"):
-        sft.check_sft_rows(rows)
-    sft.check_sft_rows(rows, test_id_prefix=None)  # no id check: only the split column counts
-    sft.check_sft_rows(rows[:2] + rows[3:])
+    with pytest.raises(SplitLeakError, match=r"(?s)1 of 4 .*row 2: scenario_id='pb0-000002' is an evaluation"):
+        check_sft.check_sft_rows(rows)
+    check_sft.check_sft_rows(rows, test_id_prefix=None)  # no id check: only the split column counts
+    check_sft.check_sft_rows(rows[:2] + rows[3:])
 
 
 def test_test_id_prefix_follows_the_dataset_provenance(tmp_path):
-    assert sft.eval_id_prefix(None) == sft.DEFAULT_TEST_ID_PREFIX == "pb0-"
+    assert eval_id_prefix(None) == check_sft.DEFAULT_TEST_ID_PREFIX == "pb0-"
     write_provenance(tmp_path, {"benchmark": {"settings": {"eval_seed": 7, "train_seed": 8}}})
-    assert sft.eval_id_prefix(str(tmp_path)) == "pb7-"
+    assert eval_id_prefix(str(tmp_path)) == "pb7-"
 
 
 @pytest.fixture
@@ -244,9 +247,9 @@ def test_script_refuses_test_split_before_loading_the_model(tmp_path, unloadable
     rows = make_sft_rows(4)
     rows[3]["split"] = "test"
     data = write_sft_folder(tmp_path / "leak", rows)
-    with pytest.raises(sft.SplitLeakError, match="row 3: split='test'"):
+    with pytest.raises(SplitLeakError, match="row 3: split='test'"):
         sft.main(tiny_args(unloadable_model, data, tmp_path / "out", max_steps=1))
-    with pytest.raises(sft.SplitLeakError, match="dataset_train_split='test' is the evaluation split"):
+    with pytest.raises(SplitLeakError, match="dataset_train_split='test' is the evaluation split"):
         sft.main(tiny_args(unloadable_model, data, tmp_path / "out", max_steps=1, dataset_train_split="test"))
 
 
@@ -254,7 +257,7 @@ def test_script_validates_rows_before_loading_the_model(tmp_path, unloadable_mod
     rows = make_sft_rows(4)
     rows[0]["completion"] = [{"role": "assistant", "content": ""}]
     data = write_sft_folder(tmp_path / "bad", rows)
-    with pytest.raises(sft.SFTFormatError, match=r"row 0: `completion`\[0\]: the 'assistant' message is empty"):
+    with pytest.raises(check_sft.SFTFormatError, match=r"row 0: `completion`\[0\]: the 'assistant' message is empty"):
         sft.main(tiny_args(unloadable_model, data, tmp_path / "out", max_steps=1))
 
 
@@ -313,7 +316,7 @@ def test_max_length_measure_matches_trl(tiny_model, long_folder, tmp_path):
 
     ds = load_dataset(str(long_folder), "sft")["train"].select_columns(["prompt", "completion"])
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
-    report = sft.measure_lengths(ds, tokenizer, LENGTH_LIMIT)
+    report = measure_lengths(ds, tokenizer, LENGTH_LIMIT)
     trainer = SFTTrainer(
         model=str(tiny_model),
         args=SFTConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, max_length=LENGTH_LIMIT, report_to="none"),
@@ -392,7 +395,7 @@ def test_merged_model_keeps_the_update_loads_and_generates(resumed_run, tiny_mod
     _, second = resumed_run
     # The dtype it trained in: the recipe's bf16, or float32 on a CPU without native bf16 (cpu_fp32_fallback).
     trained_in = second.metrics["train_dtype"]
-    from common import cpu_has_native_bf16  # training/, on sys.path once sft.py is loaded
+    from poolbench_data.llm.model import cpu_has_native_bf16
 
     assert trained_in == ("bfloat16" if cpu_has_native_bf16() else "float32")
     base = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=getattr(torch, trained_in))

@@ -208,6 +208,9 @@ def test_bad_sample_folders_are_refused_in_one_line(sampled, tmp_path, capsys):
     assert "not in" in err and "pb0-000000" in err
     old = _rewritten(out, tmp_path / "o", lambda r: {k: v for k, v in r.items() if k != "turns"})
     assert "no `turns`" in _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(old))
+    for bad in ("on-policy", ","):
+        err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources", bad)
+        assert "--tool_sources" in err and "tool-recovery" in err
 
 
 # --- DPO on the pairs: the tools recipe, the tiny model -------------------------

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from poolbench_data.boards.splits import SplitLeakError
 from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.llm.player import conversations
 from poolbench_data.llm.tools import run_call, tool_calls, with_tool_note
+from poolbench_data.prefs import check_sft
 from poolbench_data.prefs.tool_sft import DemonstrationError, clear, tool_demo, tool_sft_rows, verify_tool_row
 from poolbench_data.protocol.parsing import parse_action
 
@@ -152,7 +154,7 @@ def sft():
 
 
 def test_rows_pass_the_training_checks(sft, rows):
-    sft.check_sft_rows(rows)
+    check_sft.check_sft_rows(rows)
 
 
 @pytest.mark.parametrize("arguments, problem", [
@@ -164,22 +166,22 @@ def test_a_call_with_unknown_arguments_is_refused_with_its_row(sft, rows, argume
     call = {"name": "ghost_ball", "arguments": arguments}
     bad["messages"] = [*bad["messages"][:2], {"role": "assistant", "content": f"<tool_call>{json.dumps(call)}"
                                               "</tool_call>", "context": False}, *bad["messages"][3:]]
-    with pytest.raises(sft.SFTFormatError, match=problem):
-        sft.check_sft_rows([bad, *rows[1:]])
+    with pytest.raises(check_sft.SFTFormatError, match=problem):
+        check_sft.check_sft_rows([bad, *rows[1:]])
 
 
 def test_tool_rows_from_the_test_split_are_refused(sft, rows):
     leak = {**rows[1], "split": "test"}
-    with pytest.raises(sft.SplitLeakError, match="row 1: split='test'"):
-        sft.check_sft_rows([rows[0], leak])
-    with pytest.raises(sft.SplitLeakError, match="row 0: scenario_id='pb0-000004'"):
-        sft.check_sft_rows([{**rows[0], "scenario_id": "pb0-000004"}])
+    with pytest.raises(SplitLeakError, match="row 1: split='test'"):
+        check_sft.check_sft_rows([rows[0], leak])
+    with pytest.raises(SplitLeakError, match="row 0: scenario_id='pb0-000004'"):
+        check_sft.check_sft_rows([{**rows[0], "scenario_id": "pb0-000004"}])
 
 
 def test_a_conversation_ending_in_a_call_is_refused(sft, rows):
     bad = {**rows[0], "messages": rows[0]["messages"][:-2]}
-    with pytest.raises(sft.SFTFormatError, match="the last model turn is a call"):
-        sft.check_sft_rows([bad])
+    with pytest.raises(check_sft.SFTFormatError, match="the last model turn is a call"):
+        check_sft.check_sft_rows([bad])
 
 
 def test_template_renders_what_the_evaluator_renders(rows):

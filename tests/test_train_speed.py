@@ -3,7 +3,7 @@
 The reference: the model's own forward with the full `(batch, seq, vocab)`
 logits, `log_softmax`, the label token's log-probability at each position
 whose label is not -100. The fast path: TRL's fused LM head, restricted to the
-labelled positions (`training/common.py:use_compact_lm_head`), as the
+labelled positions (`poolbench_data.training.speed.use_compact_lm_head`), as the
 training scripts run it, and DPO's reference log-probs precomputed in the
 trainer's set-up. Stated tolerance, fp32 on the tiny model: the mean SFT loss
 and each summed DPO log-prob agree within rtol 1e-5 / atol 1e-4 (different
@@ -13,7 +13,6 @@ within rtol 1e-4 / atol 1e-6.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,9 +22,7 @@ pytest.importorskip("peft")
 
 import torch  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "training"))
-import common  # noqa: E402
+from poolbench_data.training import speed  # noqa: E402
 import test_dpo  # noqa: E402  (its folder builders and its loaded training/dpo.py)
 import test_sft  # noqa: E402
 from tiny_model import build_tiny_model  # noqa: E402
@@ -53,7 +50,7 @@ def tiny_model(tmp_path_factory) -> Path:
 @pytest.fixture
 def restore_head():
     yield
-    common.use_compact_lm_head(True)  # the scripts' default
+    speed.use_compact_lm_head(True)  # the scripts' default
 
 
 def test_compact_head_scores_only_the_labelled_positions_with_the_same_loss_and_gradients(tiny_model, restore_head):
@@ -86,7 +83,7 @@ def test_compact_head_scores_only_the_labelled_positions_with_the_same_loss_and_
         return apply(hidden, *args)
 
     for compact, expected_rows in ((True, labelled), (False, input_ids.numel() - 2)):
-        common.use_compact_lm_head(compact)
+        speed.use_compact_lm_head(compact)
         rows_scored.clear()
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(trl_utils._ChunkedLogProbFunction, "apply", spy)
@@ -169,14 +166,14 @@ def parsed(script, recipe: Path, *extra: str):
 @pytest.mark.parametrize("native, fallback, expect_fp32", [(False, True, True), (False, False, False),
                                                             (True, True, False)])
 def test_bf16_recipes_train_in_fp32_only_where_the_cpu_emulates_bf16(monkeypatch, native, fallback, expect_fp32):
-    monkeypatch.setattr(common, "cpu_has_native_bf16", lambda: native)
+    monkeypatch.setattr(speed, "cpu_has_native_bf16", lambda: native)
     flag = ["--cpu_fp32_fallback", str(fallback).lower()]
     # SFT: fp32 weights under bf16 autocast; DPO: bf16 weights, no autocast.
     for script, recipe, dtype, bf16 in ((test_sft.sft, test_sft.CPU_RECIPE, "float32", True),
                                         (test_dpo.dpo, test_dpo.CPU_RECIPE, "bfloat16", False)):
         script_args, training_args, model_args = parsed(script, recipe, *flag)
         assert (model_args.dtype, training_args.bf16) == (dtype, bf16)  # the recipe as written
-        common.apply_speed_settings(script_args, training_args, model_args)
+        speed.apply_speed_settings(script_args, training_args, model_args)
         if expect_fp32:
             assert (model_args.dtype, training_args.bf16, training_args.mixed_precision) == ("float32", False, "no")
         else:
@@ -184,7 +181,7 @@ def test_bf16_recipes_train_in_fp32_only_where_the_cpu_emulates_bf16(monkeypatch
 
 
 def test_a_float32_recipe_is_never_touched(monkeypatch):
-    monkeypatch.setattr(common, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(speed, "cpu_has_native_bf16", lambda: False)
     script_args, training_args, model_args = parsed(test_sft.sft, test_sft.CPU_RECIPE, "--bf16", "false")
-    common.apply_speed_settings(script_args, training_args, model_args)
+    speed.apply_speed_settings(script_args, training_args, model_args)
     assert (model_args.dtype, training_args.bf16) == ("float32", False)

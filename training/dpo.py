@@ -28,7 +28,7 @@ What this script adds to `trl/scripts/dpo.py`:
     checkpoint-*/, trainer_state.json, train_results.json.
 - `model_name_or_path: embedded` means the packaged SmolLM2-135M-Instruct
   (`poolbench_data.llm.model.default_model_dir()`).
-The pieces shared with training/sft.py live in training/common.py.
+The pieces shared with training/sft.py and grpo.py live in poolbench_data/training/.
 """
 
 from __future__ import annotations
@@ -41,28 +41,20 @@ from pathlib import Path
 
 from trl import DPOConfig, TrlParser
 
-from poolbench_data.boards.splits import eval_id_prefix, refuse_eval_split
-
-# training/ is a folder of scripts, not a package: `python training/dpo.py`
-# puts this folder on sys.path, a test that loads the file by path does not.
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-from common import (  # noqa: E402
-    command_line,
-    usage_errors,
-    apply_speed_settings,
+from poolbench_data.training.common import (
     LoraModelConfig,
     RunResult,
     TrainScriptArguments,
-    check_model_path,
-    run_script,
+    apply_speed_settings,
+    command_line,
     find_resume_checkpoint,
-    load_split,
-    load_tokenizer,
-    resolve_model_path,
+    load_checked_splits,
+    model_and_tokenizer,
+    peft_and_quantization,
+    run_script,
     set_model_init_kwargs,
     train_and_save,
+    usage_errors,
 )
 
 logger = logging.getLogger("poolbench.dpo")
@@ -96,26 +88,13 @@ def train(script_args: DPOScriptArguments, training_args: DPOConfig, model_args:
 
 def make_trainer(script_args: DPOScriptArguments, training_args: DPOConfig, model_args: LoraModelConfig):
     """Everything up to a ready DPOTrainer, checks first: (trainer, tokenizer, {resume_from, seconds, kept})."""
-    from trl import DPOTrainer, get_peft_config, get_quantization_config
+    from trl import DPOTrainer
 
     from poolbench_data.prefs.check import check_pairs
 
-    if not training_args.output_dir:
-        raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")
-
-    refuse_eval_split(script_args.dataset_train_split)
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
-    prefix = script_args.test_id_prefix or eval_id_prefix(script_args.dataset_name)
-    train_dataset = load_split(script_args, script_args.dataset_train_split)
-    check_pairs(train_dataset, test_id_prefix=prefix)
-    eval_dataset = None
-    if training_args.eval_strategy != "no":
-        eval_dataset = load_split(script_args, script_args.dataset_test_split)
-        check_pairs(eval_dataset)  # held-out pairs may come from evaluation boards: that is their point
-
-    model_path = resolve_model_path(model_args.model_name_or_path)
-    check_model_path(model_path)
-    tokenizer = load_tokenizer(model_path, model_args)
+    train_dataset, eval_dataset = load_checked_splits(script_args, training_args, check_pairs)
+    model_path, tokenizer = model_and_tokenizer(model_args)
     apply_speed_settings(script_args, training_args, model_args)
     set_model_init_kwargs(training_args, model_args)
 
@@ -129,8 +108,7 @@ def make_trainer(script_args: DPOScriptArguments, training_args: DPOConfig, mode
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,
         processing_class=tokenizer,
-        quantization_config=get_quantization_config(model_args),
-        peft_config=get_peft_config(model_args),
+        **peft_and_quantization(model_args),
     )
     # With precompute_ref_log_probs the reference forwards run here, not in train_runtime: record them.
     setup_seconds = time.perf_counter() - started

@@ -43,43 +43,29 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from trl import GRPOConfig, TrlParser
 
-from poolbench_data.boards.splits import SplitLeakError, eval_id_prefix, leak_problem, refuse_eval_split
-
-# training/ is a folder of scripts, not a package: `python training/grpo.py`
-# puts this folder on sys.path, a test that loads the file by path does not.
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-from common import (  # noqa: E402
-    command_line,
-    usage_errors,
-    apply_speed_settings,
+from poolbench_data.prefs.check import SCENARIO_COLUMNS, check_scenario_rows
+from poolbench_data.training.lengths import check_context
+from poolbench_data.training.templates import use_tool_template
+from poolbench_data.training.common import (
     LoraModelConfig,
     RunResult,
     TrainScriptArguments,
-    check_model_path,
-    run_script,
+    apply_speed_settings,
+    command_line,
     find_resume_checkpoint,
-    load_split,
-    load_tokenizer,
-    resolve_model_path,
+    load_checked_splits,
+    model_and_tokenizer,
+    peft_and_quantization,
+    run_script,
     set_model_init_kwargs,
     train_and_save,
+    usage_errors,
 )
 
 logger = logging.getLogger("poolbench.grpo")
-
-# `prompt` for generation; the rest are physics_reward's keyword arguments.
-REQUIRED_COLUMNS = ("prompt", "id", "category", "seed", "cue_ball", "balls")
-
-
-class GRPODataError(ValueError):
-    """The dataset cannot feed physics_reward: a missing column or a malformed board."""
-
 
 @dataclass
 class GRPOScriptArguments(TrainScriptArguments):
@@ -104,100 +90,6 @@ def make_parser() -> TrlParser:
     return TrlParser((GRPOScriptArguments, GRPOConfig, LoraModelConfig))
 
 
-# --- the data ---------------------------------------------------------------------
-
-
-def check_scenario_rows(dataset: Any, test_id_prefix: str | None) -> None:
-    """Raise unless every row has a prompt and a board physics_reward can rebuild, from a training split."""
-    from poolbench_data.core.records import Scenario
-    from poolbench_data.prefs.check import RowProblems
-
-    columns = list(getattr(dataset, "column_names", None) or [])
-    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
-    if missing:
-        raise GRPODataError(
-            f"dataset is missing column(s) {missing} (has {columns}); physics_reward needs {list(REQUIRED_COLUMNS)}. "
-            "Fix: load the `scenarios` config (dataset_config: scenarios), whose rows carry the prompt and the board."
-        )
-    if len(dataset) == 0:
-        raise GRPODataError("dataset has no rows. Fix: check dataset_train_split and the data_files of the config.")
-
-    bad, leaks = RowProblems(), RowProblems()
-    for index, row in enumerate(dataset):
-        if leak := leak_problem(row, test_id_prefix, id_key="id"):
-            leaks.add(index, leak)
-        prompt = row["prompt"]
-        last = prompt[-1] if isinstance(prompt, list) and prompt else None
-        if not isinstance(last, dict) or last.get("role") != "user":
-            bad.add(index, "`prompt` must be a non-empty message list ending with the user's turn")
-            continue
-        try:
-            # The same call physics_reward makes for every completion.
-            Scenario.from_row({k: row[k] for k in ("id", "category", "seed", "cue_ball", "balls")})
-        except (ValueError, KeyError, TypeError) as exc:  # InvalidScenario is a ValueError
-            bad.add(index, str(exc))
-    if leaks:
-        # Checked before the format: a leak is the worse mistake, whatever else is wrong.
-        raise SplitLeakError(
-            f"{leaks.n} of {len(dataset)} training boards are evaluation boards (id prefix {test_id_prefix!r}):"
-            f"{leaks.listing()}\nTraining on them leaks the evaluation boards into the model, and every score "
-            "measured on them afterwards is void. Fix: train on a split built from a different seed "
-            "(dataset_train_split: train)."
-        )
-    if bad:
-        raise GRPODataError(
-            f"{bad.n} of {len(dataset)} rows cannot be scored:{bad.listing()}"
-            "\nFix: rebuild the `scenarios` config with builders/build_dataset.py rather than editing rows."
-        )
-
-
-def check_context(dataset, tokenizer, model_path: str, model_args: LoraModelConfig, args: GRPOConfig) -> int:
-    """The longest prompt; raise when it plus max_completion_length does not fit the model's context."""
-    from transformers import AutoConfig
-
-    longest = max(
-        len(tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True,
-                                          return_dict=True)["input_ids"])
-        for row in dataset
-    )
-    need = longest + (args.max_completion_length or 0)
-    config = AutoConfig.from_pretrained(model_path, revision=model_args.model_revision)
-    context = getattr(config.get_text_config(), "max_position_embeddings", None)
-    if context is not None and need > context:
-        raise ValueError(
-            f"the longest prompt is {longest} tokens; with max_completion_length={args.max_completion_length} that is "
-            f"{need} tokens, more than the model's context (max_position_embeddings={context}). GRPOTrainer does not "
-            "truncate prompts. Fix: lower max_completion_length, or use a model with a longer context."
-        )
-    if args.use_vllm and args.vllm_max_model_length is not None and need > args.vllm_max_model_length:
-        raise ValueError(
-            f"the longest prompt is {longest} tokens; with max_completion_length={args.max_completion_length} that is "
-            f"{need} tokens, more than vllm_max_model_length={args.vllm_max_model_length}. "
-            f"Fix: set vllm_max_model_length to at least {need}."
-        )
-    return longest
-
-
-def use_tool_template(tokenizer, path: str | None) -> None:
-    """Give the tokenizer a chat template that renders tool calls, and the parser of its <tool_call> turns."""
-    if path is None:
-        return  # the model's own template; TRL checks it and knows its parser, or says it does not
-    from trl.chat_template_utils import qwen3_template, supports_tool_calling
-
-    if Path(path).suffix not in (".jinja", ".j2") or not Path(path).is_file():
-        raise FileNotFoundError(f"tool_chat_template {path!r} is not a .jinja file. Fix: give the template's path "
-                                "(training/templates/smollm2-chatml-tools.jinja for SmolLM2).")
-    tokenizer.chat_template = Path(path).read_text()
-    if not supports_tool_calling(tokenizer):
-        raise ValueError(f"tool_chat_template {path!r} does not render a tool call and its answer. Fix: render "
-                         "assistant tool_calls and tool messages (see training/templates/smollm2-chatml-tools.jinja).")
-    # Qwen's parser: ChatML turns with Hermes <tool_call>{json}</tool_call> blocks, the form the template writes.
-    tokenizer.response_template = qwen3_template
-
-
-# --- the run ------------------------------------------------------------------------
-
-
 def make_trainer(
     script_args: GRPOScriptArguments,
     training_args: GRPOConfig,
@@ -208,41 +100,29 @@ def make_trainer(
 
     `reward_funcs` defaults to [physics_reward]; a caller may wrap it (e.g. to record its outputs).
     """
-    from trl import GRPOTrainer, get_peft_config, get_quantization_config
+    from trl import GRPOTrainer
 
     from poolbench_data.prefs.env import PoolBenchEnv, tool_physics_reward, tool_prompts
     from poolbench_data.prefs.reward import physics_reward
 
-    if not training_args.output_dir:
-        raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")
     if training_args.remove_unused_columns:
         # Trainer would keep only `prompt`, and physics_reward would fail after the first generation.
         raise ValueError(
             "remove_unused_columns=true drops the board columns physics_reward reads. "
             "Fix: set remove_unused_columns: false (GRPOConfig's default)."
         )
-    refuse_eval_split(script_args.dataset_train_split)
-
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
-    prefix = script_args.test_id_prefix or eval_id_prefix(script_args.dataset_name)
-    train_dataset = load_split(script_args, script_args.dataset_train_split)
-    check_scenario_rows(train_dataset, test_id_prefix=prefix)
-    eval_dataset = None
-    if training_args.eval_strategy != "no":
-        eval_dataset = load_split(script_args, script_args.dataset_test_split)
-        check_scenario_rows(eval_dataset, test_id_prefix=None)  # rewards on held-out boards are the point
+    train_dataset, eval_dataset = load_checked_splits(script_args, training_args, check_scenario_rows)
     # Only what generation and the reward read: the Oracle's columns never reach a reward function.
-    train_dataset = train_dataset.select_columns(list(REQUIRED_COLUMNS))
+    train_dataset = train_dataset.select_columns(list(SCENARIO_COLUMNS))
     if eval_dataset is not None:
-        eval_dataset = eval_dataset.select_columns(list(REQUIRED_COLUMNS))
+        eval_dataset = eval_dataset.select_columns(list(SCENARIO_COLUMNS))
     if script_args.tool_env:
         train_dataset = tool_prompts(train_dataset)
         eval_dataset = tool_prompts(eval_dataset) if eval_dataset is not None else None
 
-    model_path = resolve_model_path(model_args.model_name_or_path)
-    check_model_path(model_path)
     # The tokenizer (seconds) before the model: it measures the prompts against the context.
-    tokenizer = load_tokenizer(model_path, model_args)
+    model_path, tokenizer = model_and_tokenizer(model_args)
     if script_args.tool_env:
         use_tool_template(tokenizer, script_args.tool_chat_template)
     longest = check_context(train_dataset, tokenizer, model_path, model_args, training_args)
@@ -259,8 +139,7 @@ def make_trainer(
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,
         processing_class=tokenizer,
-        quantization_config=get_quantization_config(model_args),
-        peft_config=get_peft_config(model_args),
+        **peft_and_quantization(model_args),
     )
     return trainer, tokenizer
 

@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_common(args) -> None:
     """The flags several commands share, checked before any command starts work."""
-    from poolbench_data.cli.args import check_at_least, check_seed
+    from poolbench_data.core.errors import check_at_least, check_seed
 
     if hasattr(args, "n"):
         check_at_least("--n", args.n, 1)
@@ -55,7 +55,7 @@ def check_common(args) -> None:
 
 
 def main(argv=None) -> int:
-    from poolbench_data.cli.args import run_main
+    from poolbench_data.core.config import run_main
 
     args = build_parser().parse_args(argv)
 

@@ -26,7 +26,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from poolbench_data.boards.generate import iter_specs
-    from poolbench_data.cli.args import check_output_file
+    from poolbench_data.core.errors import check_output_file
     from poolbench_data.players import check_players
     from poolbench_data.players.play import run_baselines
     from poolbench_data.players.pool import check_executor, resolve_workers

@@ -14,7 +14,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from poolbench_data.cli.args import check_output_file
+    from poolbench_data.core.errors import check_output_file
     from poolbench_data.report.compare import compare_files, format_comparison
 
     out = check_output_file(args.out) if args.out else None

@@ -25,9 +25,8 @@ from inspect_ai.solver import TaskState, generate
 
 from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED, generate as generate_boards
 from poolbench_data.core.records import Scenario
+from poolbench_data.llm.player import answer_record
 from poolbench_data.players.baselines import oracle
-from poolbench_data.players.play import play_shot
-from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, format_action, messages
 
 METRICS = ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot", "parseable")
@@ -53,17 +52,15 @@ def poolbench(n: int = DEFAULT_N, seed: int = DEFAULT_SEED, temperature: float =
 def physics():
     async def score(state: TaskState, target: Target) -> Score:
         s = Scenario.from_row(state.metadata["board"])
-        text = state.output.completion
-        p = parse_action(text, s)
-        rec = play_shot(s, p.shot, player="model", kind="llm", how=p.status, raw_response=text,
-                        parse_status=p.status, parse_message=p.message)
+        # The evaluator's own path from an answer to its record: one parser, one simulation, one scoring.
+        rec = answer_record(s, state.output.completion, None, player="model", sample=0)
         m = rec.metrics
-        value = {k: float(getattr(m, k)) for k in METRICS if k != "parseable"} | {"parseable": float(p.shot is not None)}
+        value = {k: float(getattr(m, k)) for k in METRICS if k != "parseable"} | {"parseable": float(rec.shot is not None)}
         explanation = (f"events: {rec.result.event_text()}" if rec.result is not None else
-                       f"not fired ({p.status}: {p.message})")
-        return Score(value=value, answer=json.dumps(p.shot.to_row()) if p.shot else "",
+                       f"not fired ({rec.parse_status}: {rec.parse_message})")
+        return Score(value=value, answer=json.dumps(rec.shot.to_row()) if rec.shot else "",
                      explanation=explanation,
-                     metadata={"parse_status": p.status, "foul_reasons": list(m.foul_reasons),
+                     metadata={"parse_status": rec.parse_status, "foul_reasons": list(m.foul_reasons),
                                "first_contact": rec.result.first_contact if rec.result else None,
                                "category": s.category})
 

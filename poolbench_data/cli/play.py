@@ -40,7 +40,7 @@ def ask(scenario, read=input, write=print) -> str:
 def run(args) -> int:
     from poolbench_data.boards.generate import generate
     from poolbench_data.cli import main
-    from poolbench_data.cli.args import UserError
+    from poolbench_data.core.errors import UserError
     from poolbench_data.core.physics import simulate
     from poolbench_data.core.scoring import score
     from poolbench_data.players import BASELINES

@@ -37,7 +37,7 @@ def rounded_metrics(task):
 
 def run(args) -> int:
     from poolbench_data.boards.generate import iter_scenarios
-    from poolbench_data.cli.args import UserError, check_output_file
+    from poolbench_data.core.errors import UserError, check_output_file
     from poolbench_data.players import check_players
     from poolbench_data.players.play import run_baselines
     from poolbench_data.players.pool import imap, resolve_workers

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from poolbench_data.cli.args import UserError
+from poolbench_data.core.errors import UserError
 
 
 def add_arguments(p) -> None:

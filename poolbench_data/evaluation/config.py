@@ -4,11 +4,10 @@ recipes), and `evaluate(config)` checks it before any work."""
 
 from __future__ import annotations
 
-import dataclasses
-import typing
 from dataclasses import dataclass, field
 
 from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
+from poolbench_data.core import config
 from poolbench_data.llm.registry import BACKENDS
 from poolbench_data.llm.tools import MAX_CALLS
 from poolbench_data.players import EVAL_BASELINES
@@ -75,73 +74,22 @@ class EvalConfig:
                                             "results.json's usage")
 
 
-def add_arguments(parser) -> None:
-    """--config, then one flag per field, underscores, the field's help (as TRL's HfArgumentParser). A flag
-    not given is absent from the namespace, so a YAML value is overridden only by a flag the user typed."""
-    import argparse
+COMMAND = "poolbench eval"
 
-    parser.add_argument("--config", default=None, help="YAML file of these settings (field: value); flags given "
-                                                        "on the command line override it")
-    hints = typing.get_type_hints(EvalConfig)
-    for f in dataclasses.fields(EvalConfig):
-        kind = hints[f.name]
-        help_text = f.metadata["help"] + ("" if "default" in f.metadata["help"] else f" (default: {f.default!r})")
-        if kind is bool:
-            parser.add_argument(f"--{f.name}", action="store_true", default=argparse.SUPPRESS, help=help_text)
-            continue
-        base = next((a for a in typing.get_args(kind) if a is not type(None)), kind)
-        parser.add_argument(f"--{f.name}", type=base, default=argparse.SUPPRESS, help=help_text,
-                            **({"choices": f.metadata["choices"]} if "choices" in f.metadata else {}))
+
+def add_arguments(parser) -> None:
+    """--config, then one flag per field (core.config: the one configuration system)."""
+    config.add_arguments(parser, EvalConfig)
 
 
 def from_namespace(ns) -> EvalConfig:
     """The config of parsed flags: the --config file's values, then every flag given."""
-    values = read_yaml(ns.config) if getattr(ns, "config", None) else {}
-    values.update({f.name: getattr(ns, f.name) for f in dataclasses.fields(EvalConfig) if hasattr(ns, f.name)})
-    return EvalConfig(**values)
+    return config.from_namespace(EvalConfig, ns, COMMAND)
 
 
 def read_yaml(path: str) -> dict:
-    """A YAML file's settings, each checked against its field's type; a mistake is one UserError naming it."""
-    from pathlib import Path
-
-    import yaml
-
-    from poolbench_data.core.errors import UserError
-
-    file = Path(path)
-    if not file.is_file():
-        raise UserError(f"--config {path}: no such file; give a YAML file of `poolbench eval` settings")
-    try:
-        values = yaml.safe_load(file.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise UserError(f"--config {path} is not YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(values, dict):
-        raise UserError(f"--config {path} holds a {type(values).__name__}, not `field: value` lines")
-    hints = typing.get_type_hints(EvalConfig)
-    for key, value in values.items():
-        if key not in hints:
-            import difflib
-
-            near = difflib.get_close_matches(str(key), hints, n=1)
-            raise UserError(f"--config {path}: unknown setting {key!r}" + (f" (did you mean {near[0]!r}?)" if near
-                                                                           else "; see `poolbench eval --help`"))
-        kinds = typing.get_args(hints[key]) or (hints[key],)
-        ok = any(value is None if k is type(None) else
-                 isinstance(value, k) and not (isinstance(value, bool) and k is not bool)
-                 or (k is float and isinstance(value, int) and not isinstance(value, bool)) for k in kinds)
-        if not ok:
-            names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
-            raise UserError(f"--config {path}: {key} is {value!r}, expected {names}")
-    return dict(values)
+    """A YAML file's `poolbench eval` settings, each checked against its field's type."""
+    return config.read_yaml(path, EvalConfig, COMMAND)
 
 
-def write_yaml(config: EvalConfig, path) -> None:
-    """The settings that differ from the defaults, as a file `--config` reads back to the same config."""
-    from pathlib import Path
-
-    import yaml
-
-    changed = {f.name: getattr(config, f.name) for f in dataclasses.fields(EvalConfig)
-               if getattr(config, f.name) != f.default}
-    Path(path).write_text(yaml.safe_dump(changed, sort_keys=False))
+write_yaml = config.write_yaml

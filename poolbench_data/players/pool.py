@@ -105,11 +105,14 @@ def imap_ray(fn, items: Iterable, workers: int, in_flight: int = 4, address: str
 
     ray = _import_ray()
     started = not ray.is_initialized()
+    watcher = None
     if started:
         import logging
 
         ray.init(address=address or None, num_cpus=None if address else workers, include_dashboard=False,
                  log_to_driver=False, logging_level=logging.ERROR)
+        if not address:  # a local instance is ours: it must not outlive us, even SIGKILLed (players.reaper)
+            watcher = _watch_local_ray(ray)
     try:
         slots = int(ray.cluster_resources().get("CPU", workers)) if address else workers
         task = ray.remote(num_cpus=1)(fn)
@@ -123,6 +126,18 @@ def imap_ray(fn, items: Iterable, workers: int, in_flight: int = 4, address: str
     finally:
         if started:
             ray.shutdown()
+        if watcher is not None:
+            watcher.stdin.close()  # the watch ends: it reaps anything shutdown left, and exits
+            watcher.wait(timeout=30)
+
+
+def _watch_local_ray(ray):
+    import psutil
+
+    from poolbench_data.players.reaper import watch
+
+    session = ray._private.worker._global_node.get_session_dir_path()
+    return watch([p.pid for p in psutil.Process().children(recursive=True)], session)
 
 
 def _import_ray():

@@ -1,4 +1,5 @@
-"""Validate a preference-pairs dataset before a DPO run spends time on a model.
+"""Validate training rows before a run spends time on a model: DPO's pairs here, GRPO's boards at the end,
+SFT's demonstrations in `check_sft`.
 
 TRL's DPOTrainer expects the conversational preference format: `prompt` is a
 list of {role, content} messages (system + user), `chosen` and `rejected` are
@@ -53,22 +54,21 @@ def column_names(dataset: Any) -> list[str]:
     return list(first) if isinstance(first, Mapping) else []
 
 
-def _message_problem(message: Any, column: str, allowed_roles: Iterable[str]) -> str | None:
+def message_problem(message: Any, column: str, allowed_roles: Iterable[str]) -> str | None:
+    """What is wrong with one {role, content} message of `column` (None when fine)."""
     if not isinstance(message, Mapping):
         return f"a message is a {type(message).__name__}, not a {{role, content}} mapping"
     role, content = message.get("role"), message.get("content")
     if role is None:
         return "a message has no 'role'"
-    if content is None:
-        return f"the {role!r} message has no 'content'"
+    if role not in allowed_roles:
+        return f"role {role!r} is not allowed in `{column}` (allowed: {', '.join(allowed_roles)})"
     if not isinstance(content, str):
-        # Multimodal content lists are a VLM feature; PoolBench prompts are text.
+        # None when a key is missing in one row of an Arrow table; lists are VLM content, PoolBench's is text.
         return f"the {role!r} message has content of type {type(content).__name__}, expected str"
     if not content.strip():
         # An empty answer (a failed request) teaches nothing about play.
         return f"the {role!r} message is empty"
-    if role not in allowed_roles:
-        return f"role {role!r} is not allowed in `{column}` (allowed: {', '.join(allowed_roles)})"
     return None
 
 
@@ -89,7 +89,7 @@ def row_problems(row: Mapping[str, Any]) -> list[str]:
         # Completions are the model's turn only; the prompt carries the context.
         allowed = ("assistant",) if column != "prompt" else ROLES
         for i, message in enumerate(messages):
-            problem = _message_problem(message, column, allowed)
+            problem = message_problem(message, column, allowed)
             if problem:
                 problems.append(f"`{column}`[{i}]: {problem}")
         if column == "prompt" and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
@@ -98,6 +98,20 @@ def row_problems(row: Mapping[str, Any]) -> list[str]:
         # Identical sides carry no preference: the DPO loss has no gradient for them.
         problems.append("`chosen` and `rejected` are identical")
     return problems
+
+
+def scan_rows(dataset: Any, problems_of, test_id_prefix: str | None,
+              id_key: str = "scenario_id") -> tuple[RowProblems, RowProblems, int]:
+    """Every row once: (rows with a problem, rows from evaluation boards, how many rows). `problems_of(row)`
+    lists one row's problems."""
+    found, leaks, n_rows = RowProblems(), RowProblems(), 0
+    for index, row in enumerate(dataset):
+        n_rows += 1
+        if leak := leak_problem(row, test_id_prefix, id_key=id_key):
+            leaks.add(index, leak)
+        if problems := problems_of(row):
+            found.add(index, "; ".join(problems))
+    return found, leaks, n_rows
 
 
 def check_pairs(dataset: Any, test_id_prefix: str | None = None) -> None:
@@ -117,13 +131,7 @@ def check_pairs(dataset: Any, test_id_prefix: str | None = None) -> None:
             "as lists of {role, content} messages; rename your columns to those names if they differ."
         )
 
-    found, leaks, n_rows = RowProblems(), RowProblems(), 0
-    for index, row in enumerate(dataset):
-        n_rows += 1
-        if problems := row_problems(row):
-            found.add(index, "; ".join(problems))
-        if leak := leak_problem(row, test_id_prefix):
-            leaks.add(index, leak)
+    found, leaks, n_rows = scan_rows(dataset, row_problems, test_id_prefix)
     if n_rows == 0:
         raise PairsFormatError("pairs dataset has no rows. Fix: check the split name and the data_files of the config.")
     if leaks:
@@ -139,4 +147,55 @@ def check_pairs(dataset: Any, test_id_prefix: str | None = None) -> None:
             f"{found.n} of {n_rows} pairs are malformed:{found.listing()}"
             "\nFix: each row needs `prompt` = [system?, user] messages and `chosen`/`rejected` = "
             '[{"role": "assistant", "content": "<text>"}], every message with a string role and content.'
+        )
+
+
+# --- the boards GRPO plays (the `scenarios` config) ---------------------------------
+
+SCENARIO_COLUMNS = ("prompt", "id", "category", "seed", "cue_ball", "balls")  # the prompt, then physics_reward's
+
+
+class ScenarioRowsError(ValueError):
+    """The dataset cannot feed physics_reward: a missing column or a malformed board."""
+
+
+def check_scenario_rows(dataset: Any, test_id_prefix: str | None) -> None:
+    """Raise unless every row has a prompt and a board physics_reward can rebuild, from a training split."""
+    from poolbench_data.core.records import Scenario
+
+    columns = column_names(dataset)
+    missing = [c for c in SCENARIO_COLUMNS if c not in columns]
+    if missing:
+        raise ScenarioRowsError(
+            f"dataset is missing column(s) {missing} (has {columns}); physics_reward needs {list(SCENARIO_COLUMNS)}. "
+            "Fix: load the `scenarios` config (dataset_config: scenarios), whose rows carry the prompt and the board."
+        )
+    if len(dataset) == 0:
+        raise ScenarioRowsError("dataset has no rows. Fix: check dataset_train_split and the data_files of the config.")
+
+    def problems_of(row) -> list[str]:
+        prompt = row["prompt"]
+        last = prompt[-1] if isinstance(prompt, list) and prompt else None
+        if not isinstance(last, dict) or last.get("role") != "user":
+            return ["`prompt` must be a non-empty message list ending with the user's turn"]
+        try:
+            # The same call physics_reward makes for every completion.
+            Scenario.from_row({k: row[k] for k in ("id", "category", "seed", "cue_ball", "balls")})
+        except (ValueError, KeyError, TypeError) as exc:  # InvalidScenario is a ValueError
+            return [str(exc)]
+        return []
+
+    bad, leaks, _ = scan_rows(dataset, problems_of, test_id_prefix, id_key="id")
+    if leaks:
+        # Checked before the format: a leak is the worse mistake, whatever else is wrong.
+        raise SplitLeakError(
+            f"{leaks.n} of {len(dataset)} training boards are evaluation boards (id prefix {test_id_prefix!r}):"
+            f"{leaks.listing()}\nTraining on them leaks the evaluation boards into the model, and every score "
+            "measured on them afterwards is void. Fix: train on a split built from a different seed "
+            "(dataset_train_split: train)."
+        )
+    if bad:
+        raise ScenarioRowsError(
+            f"{bad.n} of {len(dataset)} rows cannot be scored:{bad.listing()}"
+            "\nFix: rebuild the `scenarios` config with builders/build_dataset.py rather than editing rows."
         )

@@ -1,8 +1,4 @@
-"""What training/dpo.py and training/sft.py share: arguments, model lookup, resuming, saving.
-
-training/ is a folder of scripts, not a package: each script puts this folder
-on sys.path and imports this module as `common`.
-"""
+"""What training/sft.py, dpo.py and grpo.py share: arguments, model lookup, resuming, saving, the command line."""
 
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ from typing import Any
 
 from trl import ModelConfig, ScriptArguments
 
-from poolbench_data.llm.model import cpu_has_native_bf16  # one definition: training and vLLM
+from poolbench_data.training.speed import apply_speed_settings, speed_record  # noqa: F401 - the scripts' API
 
 logger = logging.getLogger("poolbench.training")
 
@@ -205,6 +201,40 @@ def load_split(script_args: ScriptArguments, split: str):
     return dataset[split]
 
 
+def load_checked_splits(script_args: TrainScriptArguments, training_args, check) -> tuple[Any, Any]:
+    """The set-up every script starts with, before any model: output_dir set, the train split not an evaluation
+    split, then (train, eval or None) loaded and checked with `check(dataset, test_id_prefix)`: the train rows
+    against the evaluation boards' ids, the eval rows without (held-out boards are their point)."""
+    from poolbench_data.boards.splits import eval_id_prefix, refuse_eval_split
+
+    if not training_args.output_dir:
+        raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")
+    refuse_eval_split(script_args.dataset_train_split)
+    prefix = script_args.test_id_prefix or eval_id_prefix(script_args.dataset_name)
+    train_dataset = load_split(script_args, script_args.dataset_train_split)
+    check(train_dataset, prefix)
+    eval_dataset = None
+    if training_args.eval_strategy != "no":
+        eval_dataset = load_split(script_args, script_args.dataset_test_split)
+        check(eval_dataset, None)
+    return train_dataset, eval_dataset
+
+
+def model_and_tokenizer(model_args: ModelConfig) -> tuple[str, Any]:
+    """The model's path (`embedded` resolved, checked to exist in milliseconds) and its tokenizer (seconds),
+    before the model itself loads (minutes)."""
+    model_path = resolve_model_path(model_args.model_name_or_path)
+    check_model_path(model_path)
+    return model_path, load_tokenizer(model_path, model_args)
+
+
+def peft_and_quantization(model_args: ModelConfig) -> dict[str, Any]:
+    """The trainer's `peft_config` and `quantization_config` from ModelConfig, as TRL's scripts pass them."""
+    from trl import get_peft_config, get_quantization_config
+
+    return {"peft_config": get_peft_config(model_args), "quantization_config": get_quantization_config(model_args)}
+
+
 def find_resume_checkpoint(training_args, resume: bool) -> str | None:
     """An explicit resume_from_checkpoint wins; else the newest checkpoint-* in output_dir."""
     from transformers.trainer_utils import get_last_checkpoint
@@ -237,61 +267,6 @@ def set_model_init_kwargs(training_args, model_args: ModelConfig) -> None:
     )
     model_init_kwargs.update(training_args.model_init_kwargs or {})
     training_args.model_init_kwargs = model_init_kwargs
-
-
-def use_compact_lm_head(enabled: bool) -> None:
-    """Make TRL's fused LM head score only the labelled positions on every device, or restore TRL's choice.
-
-    `trl.trainer.utils` decides this per call with `_use_triton(device)`: compact on Triton devices, every
-    position elsewhere (static tile shapes for compilers such as Neuron's). On a CPU running eagerly nothing
-    recompiles, and the loss is the same sum over the same labelled positions. The kernel itself keeps its own
-    `_use_triton` (`trl.kernels.chunked_logprob`), so this changes which rows reach it, not how they are computed.
-    """
-    import trl.trainer.utils as trl_utils
-    from trl.kernels import chunked_logprob
-
-    if not hasattr(trl_utils, "_use_triton"):
-        # A TRL that no longer decides it this way: the speed-up is gone, the numbers are not wrong.
-        logger.warning("this TRL has no trl.trainer.utils._use_triton: compact_lm_head has no effect")
-        return
-    trl_utils._use_triton = (lambda device: True) if enabled else chunked_logprob._use_triton
-
-
-def apply_speed_settings(script_args: TrainScriptArguments, training_args, model_args: ModelConfig) -> None:
-    """The compact LM head and the CPU precision; before the model loads (they change how it is loaded)."""
-    import torch
-
-    use_compact_lm_head(script_args.compact_lm_head)
-    on_cpu = training_args.use_cpu or not torch.cuda.is_available()
-    asked_bf16 = model_args.dtype == "bfloat16" or bool(training_args.bf16)
-    if on_cpu and asked_bf16 and script_args.cpu_fp32_fallback and not cpu_has_native_bf16():
-        logger.warning(
-            "this CPU has no native bf16 (no AVX512-BF16, no AMX: %s): training in float32 instead of the recipe's "
-            "dtype=%s, bf16=%s (emulated bf16 matmuls measured ~40x slower). --cpu_fp32_fallback false keeps bf16.",
-            torch.backends.cpu.get_cpu_capability(), model_args.dtype, training_args.bf16,
-        )
-        if model_args.dtype == "bfloat16":
-            model_args.dtype = "float32"
-        training_args.bf16 = False
-        # TrainingArguments derived this from bf16 at parse time; the accelerator reads it.
-        if training_args.mixed_precision == "bf16":
-            training_args.mixed_precision = "no"
-
-
-def speed_record(trainer) -> dict[str, Any]:
-    """How the run computed, read off the trainer: for train_results.json beside the timings."""
-    import trl.trainer.utils as trl_utils
-
-    device = trainer.accelerator.device
-    decides = getattr(trl_utils, "_use_triton", None)  # see use_compact_lm_head
-    record = {
-        "train_dtype": str(trainer.accelerator.unwrap_model(trainer.model).dtype).removeprefix("torch."),
-        "train_bf16_autocast": bool(trainer.args.bf16),
-        "compact_lm_head": bool(decides(device)) if decides else "unknown",
-    }
-    if device.type == "cpu":
-        record["cpu_native_bf16"] = cpu_has_native_bf16()
-    return record
 
 
 def save_outputs(
@@ -327,6 +302,23 @@ def save_outputs(
     return adapter_dir, merged_dir
 
 
+BATCH_RECORD = "poolbench_batch.json"  # beside the checkpoints: examples = global_step x examples_per_step
+
+
+def write_batch_record(trainer, output_dir: Path) -> None:
+    """How many rows an optimizer step consumes, in JSON, so a reader of the checkpoints (the loop's scaling
+    table) converts steps to examples without unpickling training_args.bin."""
+    import json
+
+    args = trainer.args
+    per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * max(1, args.world_size)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / BATCH_RECORD).write_text(json.dumps({
+        "per_device_train_batch_size": args.per_device_train_batch_size,
+        "gradient_accumulation_steps": args.gradient_accumulation_steps, "world_size": args.world_size,
+        "examples_per_step": per_step}) + "\n")
+
+
 def train_and_save(
     trainer,
     tokenizer,
@@ -341,6 +333,7 @@ def train_and_save(
     `extra_metrics` (e.g. how many rows the script dropped) join the run's
     metrics in train_results.json.
     """
+    write_batch_record(trainer, output_dir)
     result = trainer.train(resume_from_checkpoint=resume_from)
     result.metrics.update(speed_record(trainer))
     result.metrics.update(extra_metrics or {})

@@ -1,0 +1,112 @@
+"""The one configuration system of every command, builder and the loop: a dataclass whose fields carry their
+help, read from a YAML file (`--config`) and command-line flags that override it, one flag style (underscores,
+as TRL and lm-evaluation-harness), and how a user's mistake ends a run: one line naming the field and the fix,
+exit code 2. The training scripts use TRL's `TrlParser`, the same shape with transformers' types."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import os
+import sys
+import typing
+from collections.abc import Callable
+from pathlib import Path
+
+from poolbench_data.core.errors import UserError
+
+# Mistakes our checks report with a message that names the field and the fix.
+USER_ERRORS: tuple[type[BaseException], ...] = (UserError, ValueError, FileExistsError, FileNotFoundError,
+                                                 NotADirectoryError, IsADirectoryError, PermissionError,
+                                                 ConnectionError)
+
+
+def _default(f: dataclasses.Field):
+    return f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+
+
+def add_arguments(parser: argparse.ArgumentParser, cls) -> None:
+    """--config, then one flag per field of `cls` with the field's help. A flag not given is absent from the
+    namespace, so a YAML value is overridden only by a flag the user typed."""
+    parser.add_argument("--config", default=None, help="YAML file of these settings (field: value); flags given "
+                                                        "on the command line override it")
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        kind, default = hints[f.name], _default(f)
+        help_text = f.metadata.get("help", "")
+        help_text += "" if "default" in help_text else f" (default: {default!r})"
+        if kind is bool:
+            parser.add_argument(f"--{f.name}", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
+                                help=help_text)
+            continue
+        base = next((a for a in typing.get_args(kind) if a is not type(None)), kind)
+        parser.add_argument(f"--{f.name}", type=base, default=argparse.SUPPRESS, help=help_text,
+                            **({"choices": f.metadata["choices"]} if "choices" in f.metadata else {}))
+
+
+def from_namespace(cls, ns: argparse.Namespace, command: str = "this command"):
+    """The config of parsed flags: the --config file's values, then every flag given."""
+    values = read_yaml(ns.config, cls, command) if getattr(ns, "config", None) else {}
+    values.update({f.name: getattr(ns, f.name) for f in dataclasses.fields(cls) if hasattr(ns, f.name)})
+    return cls(**values)
+
+
+def parse(cls, argv=None, description: str | None = None):
+    """`cls` from the command line (and its --config file)."""
+    parser = argparse.ArgumentParser(description=description or cls.__doc__)
+    add_arguments(parser, cls)
+    return from_namespace(cls, parser.parse_args(argv), Path(sys.argv[0]).name)
+
+
+def read_yaml(path: str, cls, command: str = "this command") -> dict:
+    """A YAML file's settings, each checked against its field's type; a mistake is one UserError naming it."""
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        raise UserError(f"--config {path}: no such file; give a YAML file of {command}'s settings")
+    try:
+        values = yaml.safe_load(file.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"--config {path} is not YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(values, dict):
+        raise UserError(f"--config {path} holds a {type(values).__name__}, not `field: value` lines")
+    hints = typing.get_type_hints(cls)
+    for key, value in values.items():
+        if key not in hints:
+            near = difflib.get_close_matches(str(key), hints, n=1)
+            raise UserError(f"--config {path}: unknown setting {key!r}" + (f" (did you mean {near[0]!r}?)" if near
+                                                                           else f"; see {command} --help"))
+        kinds = typing.get_args(hints[key]) or (hints[key],)
+        ok = any(value is None if k is type(None) else
+                 isinstance(value, k) and not (isinstance(value, bool) and k is not bool)
+                 or (k is float and isinstance(value, int) and not isinstance(value, bool)) for k in kinds)
+        if not ok:
+            names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+            raise UserError(f"--config {path}: {key} is {value!r}, expected {names}")
+    return dict(values)
+
+
+def write_yaml(config, path) -> None:
+    """The settings that differ from the defaults, as a file `--config` reads back to the same config."""
+    import yaml
+
+    changed = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+               if getattr(config, f.name) != _default(f)}
+    Path(path).write_text(yaml.safe_dump(changed, sort_keys=False))
+
+
+def run_main(fn: Callable[[], int | None]) -> int:
+    """Run a command: a user's mistake prints `error: ...` and returns 2;
+    a closed pipe (`| head`) ends quietly."""
+    try:
+        return fn() or 0
+    except BrokenPipeError:  # before USER_ERRORS: it is a ConnectionError, and no mistake
+        # Python would complain again when flushing stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except USER_ERRORS as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,180 @@
+"""The training loop's numbers: per-player counts from an evaluation's traces, exact McNemar between two
+evaluations of the same shots, the supervised-budget table, and the pilot JSONs (docs/results/pilot_*.json)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+from poolbench_data.players.pool import cores
+from poolbench_data.players.traces import load_traces
+
+# Written by the training scripts beside their checkpoints (training.common.write_batch_record): rows an
+# optimizer step consumes, so steps convert to examples without unpickling training_args.bin.
+BATCH_RECORD = "poolbench_batch.json"
+
+
+def examples_seen(run_dir: Path) -> int | None:
+    """Rows a run (or one of its checkpoints) has trained on: global_step x the batch record's examples_per_step.
+    0 for a run that has not trained; None where the steps are known but the batch is not (a run from before the
+    record was written)."""
+    state = run_dir / "trainer_state.json"
+    if not state.exists():
+        return 0
+    record = next((p for p in (run_dir / BATCH_RECORD, run_dir.parent / BATCH_RECORD) if p.exists()), None)
+    if record is None:
+        return None
+    steps = json.loads(state.read_text())["global_step"]
+    return int(steps * json.loads(record.read_text())["examples_per_step"])
+
+
+def player_stats(rows: list[dict]) -> dict:
+    """The pilot's per-player numbers from llm_traces.jsonl rows."""
+    from poolbench_data.report.stats import quantile
+
+    fired = [r for r in rows if r["sim_status"] not in ("not-fired", "error")]
+    errors = [abs(r["angle_error_deg"]) for r in fired if r["angle_error_deg"] is not None]
+    return {
+        "parseable": sum(r["parse_status"] == "ok" for r in rows),
+        **{m: sum(bool(r[m]) for r in rows) for m in ("legal_contact", "own_potted", "clean_pot", "foul")},
+        "median_abs_angle_error_deg": round(quantile(errors, 0.5), 2) if errors else None,
+        "distinct_aims": len({round(r["action"]["phi"]) % 360 for r in fired}),
+    }
+
+
+def pilot_result(work: Path, after_label: str, sft_rows_available: int | None) -> dict:
+    """Before/after of the loop in the shape docs/results/pilot_*.json keeps."""
+    before, after = (load_traces(work / name / "llm_traces.jsonl") for name in ("before", "after"))
+    p = mcnemar_ps(before, after, {"legal_contact": lambda r: bool(r["legal_contact"]),
+                                   "own_potted": lambda r: bool(r["own_potted"]),
+                                   "parseable": lambda r: r["parse_status"] == "ok"})
+    baseline = baseline_counts(work / "after", ("random", "heuristic-centre"))
+    return {
+        "after_model": after_label,
+        "n": len(before),
+        "before": player_stats(before),
+        "after": player_stats(after),
+        "random": baseline.get("random", {}),
+        "heuristic_centre": baseline.get("heuristic-centre", {}),
+        "mcnemar_p": p,
+        "sft_examples": examples_seen(work / "sft"),
+        "sft_rows_available": sft_rows_available,
+        "dpo_pairs": examples_seen(work / "dpo"),
+        "scaling": scaling_rows(work),
+        "wall_minutes": wall_minutes(work),
+        "machine": machine(),
+    }
+
+
+def mcnemar_ps(base: list[dict], other: list[dict], tests: dict) -> dict[str, float]:
+    """Exact McNemar of `other` against `base` on the same shots (scenario, sample), for each named test."""
+    from poolbench_data.report.stats import mcnemar_exact
+
+    key = lambda r: (r["scenario_id"], r["sample"])  # noqa: E731
+    b, o = {key(r): r for r in base}, {key(r): r for r in other}
+    if set(b) != set(o):
+        raise ValueError("the two evaluations cover different shots; evaluate both with the same --n and --seed")
+    return {name: mcnemar_exact(sum(t(b[k]) and not t(o[k]) for k in b), sum(t(o[k]) and not t(b[k]) for k in b))
+            for name, t in tests.items()}
+
+
+def baseline_counts(folder: Path, names: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    """The baselines' counts from an evaluation's summary.json, for those of `names` it holds."""
+    summary = json.loads((folder / "summary.json").read_text())["summary"]
+    return {name: {m: summary[name]["overall"][m]["k"] for m in ("legal_contact", "own_potted", "clean_pot", "foul")}
+            for name in names if name in summary}
+
+
+def tool_stats(folder: Path) -> dict | None:
+    """A --tools evaluation's counts: player_stats plus the shots that called the tool."""
+    traces = folder / "llm_traces.jsonl"
+    if not traces.exists():
+        return None
+    stats = player_stats(load_traces(traces))
+    calls = folder / "tool_calls.jsonl"
+    if calls.exists():
+        stats["tool_called"] = sum(1 for t in load_traces(calls) if t["calls"])
+    return stats
+
+
+def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
+    """The tool track's numbers in the shape of docs/results/pilot_tools_smollm2_cpu.json (issue 20); a stage
+    that did not run is null, never a zero. `available`: rows of the dataset's sft_tools and pairs_tools configs
+    (None: not built)."""
+    sft = load_traces(work / "sft" / "llm_traces.jsonl")
+    baseline = baseline_counts(work / "sft", ("random", "heuristic-centre", "heuristic"))
+    tests = {"clean_pot": lambda r: bool(r["clean_pot"]), "own_potted": lambda r: bool(r["own_potted"])}
+    p = {f"{name}_vs_sft": mcnemar_ps(sft, load_traces(work / name / "llm_traces.jsonl"), tests)
+         for name in ("dpo", "grpo") if (work / name / "llm_traces.jsonl").exists()}
+    grpo_state = work / "grpo" / "trainer_state.json"
+    return {
+        "n": len(sft),
+        "random": baseline.get("random"),
+        "heuristic_centre": baseline.get("heuristic-centre"),
+        "heuristic_potpoint": baseline.get("heuristic"),
+        "sft": tool_stats(work / "sft"),
+        "dpo": tool_stats(work / "dpo"),
+        "grpo": tool_stats(work / "grpo"),
+        "free_text_sft": tool_stats(work / "free_text"),
+        "mcnemar_p": p,
+        "demonstrations": examples_seen(work / "sft"),
+        "demonstrations_available": available.get("sft_tools"),
+        "dpo_pairs": examples_seen(work / "dpo"),
+        "dpo_pairs_available": available.get("pairs_tools"),
+        "grpo_steps": json.loads(grpo_state.read_text())["global_step"] if grpo_state.exists() else 0,
+        "wall_minutes": wall_minutes(work),
+        "machine": machine(),
+    }
+
+
+def scaling_rows(work: Path) -> list[dict]:
+    """before, SFT checkpoints by examples seen, the final SFT model, then DPO."""
+    rows = []
+    names = ["before"] + sorted((p.name for p in work.glob("sft-*") if p.name[4:].isdigit()),
+                                key=lambda n: int(n[4:])) + ["sft", "after"]
+    for name in names:
+        traces = work / name / "llm_traces.jsonl"
+        if traces.exists():
+            label = {"before": "base (0 examples)", "sft": "SFT (all)", "after": "after"}.get(
+                name, f"SFT ({name[4:]} examples)")
+            rows.append({"model": label, **player_stats(load_traces(traces))})
+    return rows
+
+
+def scaling_table(work: Path) -> str:
+    rows = scaling_rows(work)
+    cols = ("parseable", "legal_contact", "own_potted", "clean_pot", "foul", "median_abs_angle_error_deg",
+            "distinct_aims")
+    head = f"{'model':22}" + "".join(f"{c[:13]:>14}" for c in cols)
+    lines = ["Supervised budget and DPO on the held-out boards (counts of 50)", head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['model']:22}" + "".join(f"{'-' if r[c] is None else r[c]!s:>14}" for c in cols))
+    return "\n".join(lines)
+
+
+def _wall_minutes(work: Path) -> float | None:
+    """Minutes since this work_dir's first stage ran, when the loop ran it (null for stages run by hand)."""
+    start = work / ".started"
+    return round((time.time() - start.stat().st_mtime) / 60, 1) if start.exists() else None
+
+
+def wall_minutes(work: Path) -> float | None:
+    """Minutes since this work_dir's first stage ran, when the loop ran it (null for stages run by hand)."""
+    start = work / ".started"
+    return round((time.time() - start.stat().st_mtime) / 60, 1) if start.exists() else None
+
+
+def machine() -> str:
+    """The machine in words, for a result's provenance: its GPUs, else architecture, cores and memory."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=10)
+        gpu = out.stdout.strip().replace("\n", ", ") if out.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        gpu = ""
+    mem = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
+    return gpu or f"{platform.machine()}, {cores()} cores, {mem} GiB, no GPU"

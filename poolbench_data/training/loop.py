@@ -1,0 +1,346 @@
+"""The closed loop, one command (training/loop.py): evaluate -> SFT -> sample -> pairs -> DPO -> evaluate ->
+compare, or the tool track. Each stage runs one of the project's own commands in a process of its own (the
+evaluation engine's memory goes with it); the stages and their outputs are listed in training/loop.py."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from poolbench_data.boards.splits import EVAL_SEED
+from poolbench_data.core.config import parse, run_main
+from poolbench_data.core.errors import UserError, check_at_least
+from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
+
+# The repository whose builders/ and training/ scripts the stages run: this checkout's, by default.
+ROOT = Path(__file__).resolve().parents[2]
+STAGES = ("before", "dataset", "sft_data", "sft", "scaling", "samples", "pairs", "dpo", "after", "compare")
+TOOL_STAGES = ("dataset", "sft_data", "sft", "eval_sft", "samples", "pairs", "dpo", "eval_dpo", "grpo", "eval_grpo",
+               "free_text", "results")
+TRACKS = {"free_text": STAGES, "tools": TOOL_STAGES}
+TOOL_BASELINES = "oracle,heuristic-centre,heuristic,random"
+
+
+@dataclass
+class LoopArguments:
+    """Run the PoolBench training loop end to end (resumable, stage by stage)."""
+
+    model: str = field(default="", metadata={"help": "Starting model folder or Hub id ('' = the embedded SmolLM2)."})
+    sft_recipe: str = field(default="training/recipes/sft-smollm2-135m-cpu.yaml", metadata={"help": "SFT recipe."})
+    dpo_recipe: str = field(default="training/recipes/smollm2-135m-cpu.yaml", metadata={"help": "DPO recipe."})
+    track: str = field(default="free_text", metadata={"help": "free_text (the paper's protocol) or tools (the "
+                                                               "model calls ghost_ball for the angle)."})
+    work_dir: str = field(default="", metadata={"help": "Where every stage writes ('' = runs/loop, runs/loop-tools)."})
+    stages: str = field(default="", metadata={"help": f"Comma-separated subset of the track's stages ('' = all): "
+                                                      f"{STAGES} or {TOOL_STAGES}."})
+    tools_sft_recipe: str = field(default="training/recipes/sft-tools-smollm2-135m-cpu.yaml",
+                                  metadata={"help": "Tool-use SFT recipe (--track tools)."})
+    tools_dpo_recipe: str = field(default="training/recipes/dpo-tools-smollm2-135m-cpu.yaml",
+                                  metadata={"help": "DPO recipe on tool-use pairs (--track tools)."})
+    grpo_recipe: str = field(default="training/recipes/grpo-tools-smollm2-135m-cpu.yaml",
+                             metadata={"help": "GRPO recipe with the tool environment (--track tools)."})
+    grpo_steps: int = field(default=4, metadata={"help": "GRPO optimizer steps (--track tools; overrides the recipe)."})
+    free_text_model: str = field(default="", metadata={"help": "A free-text SFT model to evaluate on the same boards "
+                                                                "(--track tools; '' = not evaluated)."})
+    eval_n: int = field(default=50, metadata={"help": "Held-out evaluation boards (seed 0)."})
+    train_n: int = field(default=400, metadata={"help": "Training boards (seed train_seed)."})
+    train_seed: int = field(default=1, metadata={"help": "Base seed of the training boards (never 0)."})
+    sft_examples: int = field(default=0, metadata={"help": "Demonstrations to train on (0 = all)."})
+    sft_epochs: float = field(default=1.0, metadata={"help": "Passes over the demonstrations."})
+    sft_eval_every: int = field(default=0, metadata={"help": "Evaluate an SFT checkpoint every N examples (0: none)."})
+    sample_n: int = field(default=60, metadata={"help": "Training boards the SFT model samples on."})
+    samples: int = field(default=4, metadata={"help": "Responses per sampled board (on-policy pairs need >= 2)."})
+    temperature: float = field(default=0.8, metadata={"help": "Sampling temperature on the training boards."})
+    dpo_steps: int = field(default=10, metadata={"help": "DPO optimizer steps (overrides the recipe; 0 = the "
+                                                           "recipe's epochs over every pair)."})
+    # fp32: the CPU recipes merge the LoRA update into fp32 weights, and vLLM's
+    # dtype "auto" casts fp32 checkpoints to bf16, which rounds most of it away.
+    eval_model_args: str = field(default="dtype=float32,enforce_eager=True",
+                                 metadata={"help": "--model_args of every evaluation (the same for all models)."})
+    extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
+    extra_dpo_args: str = field(default="", metadata={"help": "More training/dpo.py arguments."})
+    results_json: str = field(default="", metadata={"help": "Also write the before/after JSON here."})
+    after_model: str = field(default="dpo", metadata={"help": "What `after` evaluates: dpo (SFT + DPO) or sft."})
+
+
+class StageFailed(RuntimeError):
+    """A stage's command exited non-zero: one line naming the stage, its log and its exit code."""
+
+
+def _run(cmd: list[str], log: Path, root: Path) -> None:
+    """Run one stage's command from the repository root, its output shown and kept in `log`."""
+    print("+ " + shlex.join(cmd), flush=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as f, subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.STDOUT) as proc:
+        for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.flush()
+            f.write(chunk)
+        code = proc.wait()
+    if code != 0:
+        raise StageFailed(f"{Path(cmd[1]).name if len(cmd) > 1 else cmd[0]} exited with code {code}; "
+                          f"its output is in {log}")
+
+
+class Loop:
+    """The stages, each a method named as the stage; `root`: the repository whose builders/ and training/
+    scripts the stages run."""
+
+    def __init__(self, a: LoopArguments, root: Path = ROOT):
+        self.a = a
+        self.root = root
+        self.py = sys.executable
+        self.cli = [self.py, "-m", "poolbench_data.cli"]
+        self.tools = a.track == "tools"
+        # Absolute once: the stages run from the repository root, the user may not.
+        self.work = Path(a.work_dir or ("runs/loop-tools" if self.tools else "runs/loop")).resolve()
+        self.data = self.work / "dataset" / "poolbench"
+        self.sft_recipe = a.tools_sft_recipe if self.tools else a.sft_recipe
+        self.dpo_recipe = a.tools_dpo_recipe if self.tools else a.dpo_recipe
+        self.grpo_dir = self.work / "grpo"
+        self.stage = ""
+        self.sft_dir = self.work / "sft"
+        self.dpo_dir = self.work / "dpo"
+
+    def run(self, cmd: list[str]) -> None:
+        """A stage's command, its output kept in WORK_DIR/logs/<stage>.log."""
+        try:
+            _run(cmd, self.work / "logs" / f"{self.stage}.log", self.root)
+        except StageFailed as e:
+            raise StageFailed(f"stage {self.stage} failed: {e}") from None
+
+    def evaluate(self, out: Path, **settings) -> None:
+        """`poolbench eval` in its own process (the engine's memory goes with it), handed a config file
+        (WORK_DIR/configs/<folder>.yaml), not a string of flags."""
+        from poolbench_data.evaluation.config import EvalConfig, write_yaml
+
+        config = EvalConfig(out=str(out), model_args=self.a.eval_model_args, quiet=True, **settings)
+        path = self.work / "configs" / f"{out.name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_yaml(config, path)
+        self.run(self.cli + ["eval", "--config", str(path)])
+
+    def eval(self, name: str, model: str | None, tools: bool | None = None) -> None:
+        out = self.work / name
+        if (out / "llm_traces.jsonl").exists():
+            return
+        tools = self.tools if tools is None else tools
+        # The tool track is measured against both Heuristics (issue 20's goal: the pot-point one).
+        self.evaluate(out, model=model, n=self.a.eval_n, name=name, tools=tools,
+                      **({"baselines": TOOL_BASELINES} if self.tools else {}))
+
+    def before(self):
+        self.eval("before", self.a.model or None)
+
+    def dataset(self):
+        if not (self.data / "README.md").exists():
+            self.run([self.py, "builders/build_dataset.py", "--output_dir", str(self.data),
+                      "--eval_n", str(self.a.eval_n), "--train_n", str(self.a.train_n),
+                      "--train_seed", str(self.a.train_seed), "--players", "oracle"])
+
+    def sft_data(self):
+        config = "sft_tools" if self.tools else "sft"
+        if not (self.data / "data" / config).exists():
+            self.run([self.py, "builders/build_sft.py", "--dataset_dir", str(self.data),
+                      *(["--tools"] if self.tools else [])])
+
+    def sft(self):
+        if (self.sft_dir / "merged").exists():
+            return
+        # One example per micro-batch: examples and optimizer steps convert by the accumulation.
+        accumulation = int(_override(self.a.extra_sft_args, "gradient_accumulation_steps")
+                           or _recipe_value(self.root / self.sft_recipe, "gradient_accumulation_steps", 1))
+        extra = ["--max_steps", str(max(1, self.a.sft_examples // accumulation))] if self.a.sft_examples else []
+        if self.a.sft_eval_every:
+            extra += ["--save_strategy", "steps", "--save_steps", str(max(1, self.a.sft_eval_every // accumulation)),
+                      "--save_total_limit", "100"]
+        self.run([self.py, "training/sft.py", "--config", self.sft_recipe, "--dataset_name", str(self.data),
+                  "--output_dir", str(self.sft_dir), "--num_train_epochs", str(self.a.sft_epochs), *extra,
+                  *(["--model_name_or_path", self.a.model] if self.a.model else []), *self.a.extra_sft_args.split()])
+
+    def scaling(self):
+        """Each SFT checkpoint on the test boards, named by the examples it has seen."""
+        final = examples_seen(self.sft_dir) if (self.sft_dir / "trainer_state.json").exists() else None
+        for ckpt in sorted(self.sft_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
+            if examples_seen(ckpt) != final:  # the last checkpoint is the final model, evaluated as `sft`
+                self.eval(f"sft-{examples_seen(ckpt)}", str(servable(ckpt)))
+        self.eval("sft", str(self.sft_dir / "merged"))
+
+    def samples(self):
+        out = self.work / "samples"
+        if (out / "llm_traces.jsonl").exists():
+            return
+        # The tool track's pairs are built from the conversations in OUT (tool_calls.jsonl), not the dataset's traces.
+        where = {"tools": True} if self.tools else {"split": "train", "dataset_dir": str(self.data)}
+        self.evaluate(out, model=str(self.sft_dir / "merged"), n=self.a.sample_n, seed=self.a.train_seed,
+                      samples=self.a.samples, temperature=self.a.temperature, name="policy", boards=0, **where)
+
+    def pairs(self):
+        config = "pairs_tools" if self.tools else "pairs"
+        if not (self.data / "data" / config).exists():
+            self.run([self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data),
+                      *(["--tool_eval_dir", str(self.work / "samples")] if self.tools else [])])
+
+    def dpo(self):
+        if not (self.dpo_dir / "merged").exists():
+            steps = ["--max_steps", str(self.a.dpo_steps)] if self.a.dpo_steps else []
+            self.run([self.py, "training/dpo.py", "--config", self.dpo_recipe, "--dataset_name", str(self.data),
+                      "--output_dir", str(self.dpo_dir), *steps, "--model_name_or_path",
+                      str(self.sft_dir / "merged"), *self.a.extra_dpo_args.split()])
+
+    def after(self):
+        if self.a.after_model == "sft" and (self.sft_dir / "llm_traces.jsonl").exists():
+            # `scaling` evaluated this very model on the same boards: reuse it, not ~4 min of generation again.
+            import shutil
+
+            (self.work / "after").mkdir(parents=True, exist_ok=True)
+            for name in ("summary.json", "results.json", "report.txt", "llm_traces.jsonl"):  # traces last: "done"
+                shutil.copy2(self.sft_dir / name, self.work / "after" / name)
+            return
+        self.eval("after", str((self.dpo_dir if self.a.after_model == "dpo" else self.sft_dir) / "merged"))
+
+    # --- the tool track ---
+
+    def eval_sft(self):
+        self.eval("sft", str(self.sft_dir / "merged"))
+
+    def eval_dpo(self):
+        self.eval("dpo", str(self.dpo_dir / "merged"))
+
+    def grpo(self):
+        if not (self.grpo_dir / "merged").exists():
+            self.run([self.py, "training/grpo.py", "--config", self.a.grpo_recipe, "--dataset_name", str(self.data),
+                      "--output_dir", str(self.grpo_dir), "--max_steps", str(self.a.grpo_steps), "--model_name_or_path",
+                      str(self.sft_dir / "merged")])
+
+    def eval_grpo(self):
+        self.eval("grpo", str(self.grpo_dir / "merged"))
+
+    def free_text(self):
+        if self.a.free_text_model:
+            self.eval("free_text", self.a.free_text_model, tools=False)  # the paper's protocol, as it was trained
+
+    def results(self):
+        available = {c: self.config_rows(c) for c in ("sft_tools", "pairs_tools")}
+        print(self.write_result("pilot_tools.json", pilot_tools_result(self.work, available)))
+
+    def config_rows(self, config: str) -> int | None:
+        """Rows of the dataset's `config` (train split); None where it was not built."""
+        from poolbench_data.hub.folder import read_rows
+
+        return len(read_rows(self.data, config, "train")) if (self.data / "data" / config).exists() else None
+
+    def write_result(self, name: str, result: dict) -> str:
+        """The pilot's JSON, with the command that ran it, in WORK_DIR/name and --results_json."""
+        result["command"] = "python training/loop.py " + shlex.join(sys.argv[1:])
+        text = json.dumps(result, indent=2, sort_keys=True) + "\n"
+        (self.work / name).write_text(text)
+        if self.a.results_json:
+            Path(self.a.results_json).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.a.results_json).write_text(text)
+        return text
+
+    def compare(self):
+        self.run(self.cli + ["compare", str(self.work / "before" / "llm_traces.jsonl"),
+                             str(self.work / "after" / "llm_traces.jsonl"), "--out", str(self.work / "comparison.txt")])
+        after = "SFT + DPO" if self.a.after_model == "dpo" else "SFT only"
+        self.write_result("pilot.json", pilot_result(self.work, after, self.config_rows("sft")))
+        print(scaling_table(self.work))
+
+
+def _override(args: str, key: str) -> str | None:
+    words = args.split()
+    return words[words.index(f"--{key}") + 1] if f"--{key}" in words[:-1] else None
+
+
+def _recipe_value(recipe: Path, key: str, default):
+    import yaml
+
+    return yaml.safe_load(recipe.read_text()).get(key, default)
+
+
+def servable(checkpoint: Path) -> Path:
+    """A folder vLLM can load: the checkpoint itself, or its LoRA adapter merged."""
+    if not (checkpoint / "adapter_config.json").exists():
+        return checkpoint
+    merged = checkpoint / "merged"
+    if not merged.exists():
+        from peft import AutoPeftModelForCausalLM
+        from transformers import AutoTokenizer
+
+        import torch
+
+        # fp32, as the recipes' merged/: merged into bf16 weights most of a LoRA update rounds away.
+        model = AutoPeftModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).merge_and_unload()
+        model.config.use_cache = True
+        model.save_pretrained(merged)
+        AutoTokenizer.from_pretrained(checkpoint).save_pretrained(merged)
+    return merged
+
+
+def check_inputs(loop: Loop, stages: list[str]) -> None:
+    """Every file a chosen stage will read, before the first stage runs: its recipe, the models named by path
+    (made absolute: the stages run from the repository root)."""
+    a = loop.a
+    recipes = {"sft": "tools_sft_recipe" if loop.tools else "sft_recipe",
+               "dpo": "tools_dpo_recipe" if loop.tools else "dpo_recipe", "grpo": "grpo_recipe"}
+    for name in (recipes[stage] for stage in stages if stage in recipes):
+        if not (loop.root / getattr(a, name)).is_file():
+            raise UserError(f"--{name} {getattr(a, name)}: no such recipe (paths are from the repository root, "
+                            f"{loop.root}); pick one in training/recipes/")
+    for name in ("model", "free_text_model"):
+        path = getattr(a, name)
+        if path and Path(path).expanduser().exists():
+            setattr(a, name, str(Path(path).expanduser().resolve()))  # the stages run from the repository root
+        elif path and (path.startswith((".", "/", "~")) or path.count("/") != 1):
+            raise UserError(f"--{name} {path}: no such model folder; give a local model folder or a Hub id "
+                            "(owner/name)")
+
+
+def main(argv=None, root: Path = ROOT) -> int:
+    """`python training/loop.py`: parse, check every flag and input, then run the chosen stages in order."""
+    a = parse(LoopArguments, argv)
+
+    def go() -> None:
+        if a.track not in TRACKS:
+            raise UserError(f"--track must be one of {', '.join(TRACKS)} (got {a.track!r})")
+        track = TRACKS[a.track]
+        stages = [s for s in a.stages.split(",") if s] or list(track)
+        unknown = [s for s in stages if s not in track]
+        if unknown:
+            raise UserError(f"--stages: unknown stage(s) {unknown} for --track {a.track}; "
+                            f"choose from {', '.join(track)}")
+        if a.train_seed == EVAL_SEED:
+            raise UserError(f"--train_seed {EVAL_SEED} is the evaluation set's seed; training on it would leak the "
+                            "test boards")
+        for name, v, low in (("--eval_n", a.eval_n, 1), ("--train_n", a.train_n, 1), ("--sample_n", a.sample_n, 1),
+                             ("--samples", a.samples, 1), ("--grpo_steps", a.grpo_steps, 1),
+                             ("--dpo_steps", a.dpo_steps, 0)):
+            check_at_least(name, v, low)
+        if a.track == "tools" and "pairs" in stages and a.samples < 2:
+            raise UserError(f"--samples {a.samples}: tool-track pairs are best against worst of a board's samples; "
+                            "give --samples 2 or more")
+        if a.after_model not in ("dpo", "sft"):
+            raise UserError(f"--after_model must be dpo or sft (got {a.after_model!r})")
+        if a.sample_n > a.train_n:
+            raise UserError(f"--sample_n {a.sample_n} exceeds --train_n {a.train_n}; sample on the train boards")
+        loop = Loop(a, root)
+        check_inputs(loop, stages)
+        loop.work.mkdir(parents=True, exist_ok=True)
+        if stages[0] == track[0] and not (loop.work / ".started").exists():
+            (loop.work / ".started").touch()  # a run from the track's first stage starts the pilot's clock
+        for stage in track:
+            if stage in stages:
+                loop.stage = stage
+                try:
+                    getattr(loop, stage)()
+                except StageFailed as e:
+                    print(f"error: {e}", file=sys.stderr)
+                    return 1
+
+    return run_main(go)
