@@ -34,7 +34,6 @@ from tiny_model import IM_END, build_tiny_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_RECIPE = REPO / "training" / "recipes" / "sft-smollm2-135m-cpu.yaml"
-GPU_RECIPE = REPO / "training" / "recipes" / "sft-llama-3.1-8b-gpu.yaml"
 
 SYSTEM = (
     "You are an expert eight-ball pool player. Use the ghost-ball construction: aim the cue ball one ball "
@@ -374,6 +373,12 @@ def test_resumes_from_last_checkpoint(resumed_run):
     steps = [entry["step"] for entry in second.log_history if "loss" in entry]
     assert steps == [1, 2, 3, 4]
     assert (second.output_dir / "checkpoint-4").is_dir()
+    # The loop reads examples off the checkpoints without unpickling training_args.bin.
+    from poolbench_data.report.pilot import examples_seen
+
+    per_step = json.loads((second.output_dir / "poolbench_batch.json").read_text())["examples_per_step"]
+    assert examples_seen(second.output_dir / "checkpoint-2") == 2 * per_step
+    assert examples_seen(second.output_dir) == 4 * per_step
 
 
 @pytest.mark.slow
@@ -440,16 +445,6 @@ def test_full_fine_tuning_saves_the_model_only(tiny_model, sft_folder, tmp_path)
 # --- recipes -------------------------------------------------------------------------
 
 
-def test_cpu_recipe_is_what_its_comments_say():
-    script_args, training_args, model_args = parse(["--config", str(CPU_RECIPE)])
-    assert script_args.dataset_config == "sft" and script_args.max_dropped_share == 0.0
-    # all weights in fp32, matmuls under bf16 autocast: the fastest exact setting measured here
-    assert model_args.model_name_or_path == "embedded" and model_args.dtype == "float32" and not model_args.use_peft
-    assert script_args.merged_dtype == "float32"
-    assert training_args.completion_only_loss is True and training_args.max_length == 2048
-    assert training_args.per_device_train_batch_size == 1 and training_args.logging_steps == 1
-    assert training_args.use_cpu and training_args.bf16
-
 
 def test_bad_merged_dtype_in_a_recipe_is_an_error(tmp_path):
     recipe = tmp_path / "bad.yaml"
@@ -462,17 +457,3 @@ def test_max_dropped_share_must_be_a_share():
     with pytest.raises(ValueError, match=r"max_dropped_share=1.5 is not a share"):
         parse(["--config", str(CPU_RECIPE), "--max_dropped_share", "1.5"])
 
-
-def test_unknown_recipe_key_is_an_error(tmp_path):
-    recipe = tmp_path / "typo.yaml"
-    recipe.write_text(CPU_RECIPE.read_text() + "learning_rat: 1.0e-3\n")
-    with pytest.raises(ValueError, match="learning_rat"):
-        parse(["--config", str(recipe)])
-
-
-def test_gpu_recipe_parses_with_known_keys():
-    # bf16 needs a GPU at parse time; everything else is checked as written.
-    script_args, training_args, model_args = parse(["--config", str(GPU_RECIPE), "--bf16", "false",
-                                                    "--use_cpu", "true"])
-    assert model_args.use_peft and model_args.dtype == "bfloat16"
-    assert script_args.dataset_config == "sft" and training_args.completion_only_loss is True

@@ -304,9 +304,8 @@ def check_inputs(loop: Loop, stages: list[str]) -> None:
 
 def main(argv=None, root: Path = ROOT) -> int:
     """`python training/loop.py`: parse, check every flag and input, then run the chosen stages in order."""
-    a = parse(LoopArguments, argv)
-
     def go() -> None:
+        a = parse(LoopArguments, argv)  # inside: a mistake in a --config file is one line too
         if a.track not in TRACKS:
             raise UserError(f"--track must be one of {', '.join(TRACKS)} (got {a.track!r})")
         track = TRACKS[a.track]
