@@ -28,10 +28,11 @@ class ScriptArguments(PushArguments):
     tool_eval_dir: str = field(default="", metadata={"help": "Report folder (--out) of `poolbench eval --tools "
                                "--samples K` on this split's boards: build the `pairs_tools` config from its "
                                "tool_calls.jsonl and llm_traces.jsonl instead of `pairs` (--sources is not used)."})
-    tool_sources: str = field(default="tool-on-policy,tool-recovery", metadata={
+    tool_sources: str = field(default="tool-on-policy", metadata={
         "help": "With --tool_eval_dir: comma-separated tool pair sources (tool-on-policy: best against worst "
                 "sample; tool-recovery: a call for the board's open shot against an answer after a blocked tool "
-                "answer)."})
+                "answer. Alone beside tool-on-policy it taught the model to call and never answer: "
+                "docs/training.md)."})
 
 
 def build(args: ScriptArguments) -> None:
@@ -114,7 +115,11 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict]) -> No
                                      threads=len(threads)))
     turns = {k: sum(p["turn"] == k for p in pairs) for k in sorted({p["turn"] for p in pairs})}
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}
-    print(f"pairs_tools/{args.split}: {counts[args.split]} pairs {by} (by turn: {turns}) from "
+    # A set whose chosen side is always a call (or always an answer) teaches the turn type, not the condition:
+    # the recovery source alone made a model that never answered (docs/training.md).
+    kinds = {side: {k: sum(p[f"{side}_decision"].startswith(k) for p in pairs) for k in ("call", "answer")}
+             for side in ("chosen", "rejected")}
+    print(f"pairs_tools/{args.split}: {counts[args.split]} pairs {by} (by turn: {turns}; turn kinds {kinds}) from "
           f"{len(threads)} threads on {len({t['scenario_id'] for t in threads})} boards of {src}")
     args.maybe_push(folder)
 

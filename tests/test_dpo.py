@@ -311,10 +311,12 @@ def test_a_dataset_name_that_is_no_folder_here_is_never_read_from_a_cache(pairs_
 
 
 def test_embedded_model_error_is_clear_when_module_missing(monkeypatch):
+    from poolbench_data.training.common import resolve_model_path
+
     monkeypatch.setitem(sys.modules, "poolbench_data.llm.model", None)  # import raises ImportError
     with pytest.raises(RuntimeError, match="default_model_dir.*pass a local model folder"):
-        dpo.resolve_model_path("embedded")
-    assert dpo.resolve_model_path("/some/folder") == "/some/folder"
+        resolve_model_path("embedded")
+    assert resolve_model_path("/some/folder") == "/some/folder"
 
 
 # --- training, saving, resuming ---------------------------------------------------

@@ -193,7 +193,7 @@ def test_check_sft_rows_names_missing_column():
         ("completion", [{"role": "assistant", "content": "  "}],
          r"`completion`\[0\]: the 'assistant' message is empty"),
         ("completion", [{"role": "user", "content": "{}"}], r"`completion`\[0\]: role 'user' is not allowed"),
-        ("completion", [{"role": "assistant"}], r"`completion`\[0\]: the 'assistant' message has content of type"),
+        ("completion", [{"role": "assistant"}], r"`completion`\[0\]: the 'assistant' message has no 'content'"),
         ("prompt", [], r"`prompt` is an empty message list"),
         ("prompt", [{"content": "hi"}], r"`prompt`\[0\]: a message has no 'role'"),
         ("prompt", [{"role": "system", "content": SYSTEM}], r"`prompt` ends with a 'system' message"),

@@ -93,7 +93,8 @@ def pairs(sampled) -> list[dict]:
     from datasets import load_dataset
 
     root, out = sampled
-    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out)]) == 0
+    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
+                             "tool-on-policy,tool-recovery"]) == 0
     return list(load_dataset(str(root), "pairs_tools", split="train"))
 
 

@@ -63,8 +63,10 @@ def message_problem(message: Any, column: str, allowed_roles: Iterable[str]) -> 
         return "a message has no 'role'"
     if role not in allowed_roles:
         return f"role {role!r} is not allowed in `{column}` (allowed: {', '.join(allowed_roles)})"
+    if content is None:  # also a key missing in one row of an Arrow table
+        return f"the {role!r} message has no 'content'"
     if not isinstance(content, str):
-        # None when a key is missing in one row of an Arrow table; lists are VLM content, PoolBench's is text.
+        # Lists are VLM content; PoolBench's is text.
         return f"the {role!r} message has content of type {type(content).__name__}, expected str"
     if not content.strip():
         # An empty answer (a failed request) teaches nothing about play.
