@@ -45,18 +45,18 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.prefs.pairs import SOURCES, build_pairs
     from poolbench_data.report.provenance import provenance
 
-    sources = [s for s in args.sources.split(",") if s.strip()]
-    unknown = [s for s in sources if s not in SOURCES]
-    if not sources or unknown:
-        raise UserError(f"--sources {args.sources!r}: " + (f"unknown source(s) {unknown}" if unknown else "no source")
-                        + f"; give one or more of {','.join(SOURCES)}")
+    from poolbench_data.prefs.tool_pairs import TOOL_SOURCES
+
+    # Both flags before any work, whichever config is built.
+    sources = _sources("--sources", args.sources, SOURCES)
+    tool_sources = _sources("--tool_sources", args.tool_sources, TOOL_SOURCES)
     if args.split in EVAL_SPLITS:
         raise UserError(f"--split {args.split}: pairs from an evaluation split would train on the evaluation "
                         "boards; use --split train")
     folder = require_dataset(Path(args.dataset_dir))
     scenarios = read_rows(folder, "scenarios", args.split)
     if args.tool_eval_dir:
-        return build_tool_pairs(args, folder, scenarios)
+        return build_tool_pairs(args, folder, scenarios, tool_sources)
     traces = read_rows(folder, "traces", args.split)
     if not any(t["player_kind"] == "llm" for t in traces):
         raise UserError(f"no LLM traces in {folder} split {args.split!r}; run `poolbench eval --split "
@@ -74,20 +74,27 @@ def build(args: ScriptArguments) -> None:
     args.maybe_push(folder)
 
 
-def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict]) -> None:
+def _sources(flag: str, value: str, available) -> list[str]:
+    """A comma-separated list of pair sources, each one of `available`; else one UserError naming the flag."""
+    from poolbench_data.core.errors import UserError
+
+    sources = [s for s in value.split(",") if s.strip()]
+    unknown = [s for s in sources if s not in available]
+    if not sources or unknown:
+        raise UserError(f"{flag} {value!r}: " + (f"unknown source(s) {unknown}" if unknown else "no source")
+                        + f"; give one or more of {','.join(available)}")
+    return sources
+
+
+def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sources: list[str]) -> None:
     from pathlib import Path
 
     from poolbench_data.core.errors import UserError
     from poolbench_data.hub.update import write_config
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.tool_pairs import TOOL_SOURCES, ThreadMismatch, tool_pairs
+    from poolbench_data.prefs.tool_pairs import ThreadMismatch, tool_pairs
     from poolbench_data.report.provenance import provenance
 
-    sources = [s.strip() for s in args.tool_sources.split(",") if s.strip()]
-    unknown = [s for s in sources if s not in TOOL_SOURCES]
-    if not sources or unknown:
-        raise UserError(f"--tool_sources {args.tool_sources!r}: " + (f"unknown source(s) {unknown}" if unknown
-                        else "no source") + f"; give one or more of {','.join(TOOL_SOURCES)}")
     src = Path(args.tool_eval_dir)
     files = {name: src / name for name in ("tool_calls.jsonl", "llm_traces.jsonl")}
     missing = [str(p) for p in files.values() if not p.is_file()]

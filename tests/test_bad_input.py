@@ -300,6 +300,14 @@ def _alive(pid):
         return False
 
 
+def _survivors(pids: dict, within: float) -> list[str]:
+    """The command lines of `pids` still alive once all are gone or `within` seconds have passed."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    return [c for p, c in pids.items() if _alive(p)]
+
+
 def _kill_all(proc, pids) -> None:
     """A test's own leftovers, whatever it asserted: the parent and every process it saw."""
     for p in [proc.pid, *pids]:
@@ -324,10 +332,7 @@ def test_workers_and_resource_tracker_die_with_a_killed_parent():
         assert any("resource_tracker" in c for c in children.values()), children
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(_alive(p) for p in children):
-            time.sleep(0.1)
-        assert not [c for p, c in children.items() if _alive(p)]
+        assert not _survivors(children, within=10)
     finally:
         _kill_all(proc, children)
 
@@ -353,10 +358,7 @@ def test_a_local_ray_instance_dies_with_a_killed_driver():
         seen.update(_descendants(proc.pid))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and any(_alive(p) for p in seen):
-            time.sleep(0.2)
-        assert not [c for p, c in seen.items() if _alive(p)]
+        assert not _survivors(seen, within=20)
     finally:
         _kill_all(proc, seen)
 
@@ -388,10 +390,7 @@ def test_a_terminated_eval_shuts_the_vllm_engine_down(tmp_path):
         time.sleep(3)
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=60) == 128 + signal.SIGTERM
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and any(_alive(p) for p in seen):
-            time.sleep(0.2)
-        assert not [c for p, c in seen.items() if _alive(p)]
+        assert not _survivors(seen, within=30)
     finally:
         _kill_all(proc, seen)
 

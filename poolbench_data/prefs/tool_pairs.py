@@ -152,12 +152,11 @@ def _recoveries(row: dict, scenario: Scenario, samples: list, max_calls: int) ->
         calls = thread["calls"]
         if clear(calls[-1]["result"]) or len(calls) >= max_calls or physics_score(trace) >= 3:
             continue
-        if demo is None:
-            oracle = Shot.from_row(row["oracle_shot"]) if row.get("oracle_shot") else None
-            demo = find_pot(scenario, oracle) or ()
+        if demo is None:  # once a board, and only for a board that needs it: the search simulates
+            demo = _demonstrated(row, scenario)
         if not demo:
             return out  # the tool's geometry gives this board no legal pot to recover to
-        ball, pocket, answer, shot, _ = demo
+        ball, pocket, chosen = demo
         called = {(str((c.get("arguments") or {}).get("target_ball")), str((c.get("arguments") or {}).get("pocket")))
                   for c in calls}
         conv = thread_messages(scenario, thread)
@@ -165,9 +164,6 @@ def _recoveries(row: dict, scenario: Scenario, samples: list, max_calls: int) ->
         if (ball, pocket) in called or key in seen:
             continue
         seen.add(key)
-        record = play_shot(scenario, shot, player="tool_oracle", kind="llm", raw_response=answer, parse_status="ok")
-        chosen = trace_row(record, Shot.from_row(row["oracle_shot"]) if row.get("oracle_shot") else None,
-                           model="tool_oracle")
         model = trace.get("model") or thread["player"]
         pair = _pair(row, call_text(ball, pocket), thread["final_response"], chosen, trace, RECOVERY,
                      "tool_oracle", model, prompt=conv[:-1])
@@ -175,6 +171,18 @@ def _recoveries(row: dict, scenario: Scenario, samples: list, max_calls: int) ->
         out.append({**pair, "turn": turn, "chosen_decision": _described(("call", ball, pocket)),
                     "rejected_decision": _described(decisions(thread, trace)[-1])})
     return out
+
+
+def _demonstrated(row: dict, scenario: Scenario) -> tuple:
+    """The board's demonstrated open shot, (ball, pocket, the trace row of its written action), or () where
+    there is none."""
+    oracle = Shot.from_row(row["oracle_shot"]) if row.get("oracle_shot") else None
+    found = find_pot(scenario, oracle)
+    if found is None:
+        return ()
+    ball, pocket, answer, shot, _ = found
+    record = play_shot(scenario, shot, player="tool_oracle", kind="llm", raw_response=answer, parse_status="ok")
+    return ball, pocket, trace_row(record, oracle, model="tool_oracle")
 
 
 def _assistant_index(conv: list[dict], turn: int) -> int:

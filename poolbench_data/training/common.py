@@ -12,6 +12,7 @@ from typing import Any
 
 from trl import ModelConfig, ScriptArguments
 
+from poolbench_data.report.pilot import BATCH_RECORD  # the loop reads what write_batch_record writes
 from poolbench_data.training.speed import apply_speed_settings, speed_record  # noqa: F401 - the scripts' API
 
 logger = logging.getLogger("poolbench.training")
@@ -300,9 +301,6 @@ def save_outputs(
         model.config.use_cache = True
         trainer.save_model(str(merged_dir))
     return adapter_dir, merged_dir
-
-
-BATCH_RECORD = "poolbench_batch.json"  # beside the checkpoints: examples = global_step x examples_per_step
 
 
 def write_batch_record(trainer, output_dir: Path) -> None:
