@@ -14,6 +14,7 @@ alone and the ratios come from one run:
     emulated           keep bf16 on a CPU without native bf16 (cpu_fp32_fallback false: the old behaviour)
     compile            torch.compile (TrainingArguments.torch_compile)
     eager              the eager attention kernel instead of SDPA
+    share / noshare    DPO: each pair's prompt through the model once / twice (share_prompt)
 
 Each setting runs the real script (training/sft.py, training/dpo.py) in its
 own process on real PoolBench rows (prompts of ~1,450 tokens), batch 1 and one
@@ -48,6 +49,7 @@ FLAGS = {
     "emulated": ["--cpu_fp32_fallback", "false"],
     "compile": ["--torch_compile", "true"],
     "eager": ["--attn_implementation", "eager"],
+    "share": ["--share_prompt", "true"], "noshare": ["--share_prompt", "false"],
 }
 
 

@@ -28,11 +28,12 @@ class ScriptArguments(PushArguments):
     tool_eval_dir: str = field(default="", metadata={"help": "Report folder (--out) of `poolbench eval --tools "
                                "--samples K` on this split's boards: build the `pairs_tools` config from its "
                                "tool_calls.jsonl and llm_traces.jsonl instead of `pairs` (--sources is not used)."})
-    tool_sources: str = field(default="tool-on-policy", metadata={
+    tool_sources: str = field(default="tool-on-policy,tool-recovery,tool-answer", metadata={
         "help": "With --tool_eval_dir: comma-separated tool pair sources (tool-on-policy: best against worst "
                 "sample; tool-recovery: a call for the board's open shot against an answer after a blocked tool "
-                "answer. Alone beside tool-on-policy it taught the model to call and never answer: "
-                "docs/training.md)."})
+                "answer; tool-answer, its mirror: the model's potting answer after a clear tool answer against a "
+                "further call. With both of the last two, each keeps as many pairs as the other: recovery alone "
+                "taught the model to call and never answer, docs/training.md)."})
 
 
 def build(args: ScriptArguments) -> None:

@@ -270,6 +270,26 @@ def test_script_validates_pairs_before_loading_the_model(pairs_folder, pair_rows
         dpo.main(tiny_args(tmp_path / "no-model", data, tmp_path / "out", max_steps=1))
 
 
+def test_pairs_that_always_prefer_one_turn_kind_stop_before_the_model_loads(pairs_folder, pair_rows, tmp_path):
+    from poolbench_data.prefs.check import PairsBalanceError, check_turn_kinds
+
+    call = '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "1", "pocket": "lb"}}</tool_call>'
+    rows = pair_rows[:4]
+    for r in rows:  # recovery-like: a call chosen over an answer, every time
+        r["chosen"] = [{"role": "assistant", "content": call}]
+    data = write_pairs(shutil.copytree(pairs_folder, tmp_path / "calls"), rows)
+    with pytest.raises(PairsBalanceError, match=r"4 of the 4 pairs whose sides differ in turn kind choose 'call'"):
+        dpo.main(tiny_args(tmp_path / "no-model", data, tmp_path / "out", max_steps=1))
+    # one mirror pair makes it 3 of 4: still above 0.7, within 0.75; answers against answers never count
+    rows[0]["chosen"], rows[0]["rejected"] = pair_rows[0]["rejected"], [{"role": "assistant", "content": call}]
+    assert check_turn_kinds(rows, 0.75) == {"call": 3, "answer": 1}
+    with pytest.raises(PairsBalanceError):
+        check_turn_kinds(rows, 0.7)
+    assert len(pair_rows) > 4 and check_turn_kinds(pair_rows[4:], 0.5) == {"call": 0, "answer": 0}
+    with pytest.raises(ValueError, match=r"max_turn_kind_share=0.3: .* Fix: give a value in \[0.5, 1.0\]"):
+        dpo.main(tiny_args(tmp_path / "no-model", data, tmp_path / "out", max_turn_kind_share=0.3))
+
+
 def test_pairs_from_evaluation_boards_are_refused(pair_rows):
     from poolbench_data.prefs.check import SplitLeakError
 

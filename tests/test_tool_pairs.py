@@ -94,7 +94,7 @@ def pairs(sampled) -> list[dict]:
 
     root, out = sampled
     assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
-                             "tool-on-policy,tool-recovery"]) == 0
+                             "tool-on-policy,tool-recovery,tool-answer"]) == 0
     return list(load_dataset(str(root), "pairs_tools", split="train"))
 
 
@@ -108,7 +108,7 @@ def test_threads_record_every_word_the_model_wrote(sampled):
 
 
 def test_pairs_part_where_the_choices_do_and_the_physics_orders_them(pairs):
-    assert pairs and {p["source"] for p in pairs} == {"tool-on-policy", "tool-recovery"}
+    assert pairs and {p["source"] for p in pairs} == {"tool-on-policy", "tool-recovery", "tool-answer"}
     on_policy = [p for p in pairs if p["source"] == "tool-on-policy"]
     assert {p["turn"] for p in on_policy} == {0, 1}  # a different pocket called; the same call, a softer answer
     for p in on_policy:
@@ -148,6 +148,24 @@ def test_recovery_pairs_call_again_where_the_model_answered_a_blocked_shot(pairs
     assert len({(p["scenario_id"], p["rejected"][0]["content"]) for p in recovery}) == len(recovery)
 
 
+def test_answer_pairs_answer_where_the_tool_showed_a_clear_shot(pairs, sampled):
+    from poolbench_data.hub.folder import read_rows
+
+    rows = {r["id"]: r for r in read_rows(sampled[0], "scenarios", "train")}
+    answers = [p for p in pairs if p["source"] == "tool-answer"]
+    # the mirror of the recovery pairs, as many of each: a call is as often chosen as rejected
+    assert answers and len(answers) == sum(p["source"] == "tool-recovery" for p in pairs)
+    for p in answers:
+        s = Scenario.from_row(rows[p["scenario_id"]])
+        assert [m["role"] for m in p["prompt"]][-2:] == ["assistant", "tool"]
+        assert clear(json.loads(p["prompt"][-1]["content"]))  # the model had been told the shot is open
+        (chosen,), (rejected,) = p["chosen"], p["rejected"]
+        assert tool_calls(chosen["content"]) == [] and p["chosen_outcome"]["legal_contact"]
+        (call,) = tool_calls(rejected["content"])
+        assert not clear(tool_answer(s, call["arguments"]["target_ball"], call["arguments"]["pocket"]))
+        assert p["margin"] > 0 and p["rejected_model"] == "further_call"
+
+
 def test_recovery_respects_the_sources_and_the_call_cap(sampled):
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
@@ -159,7 +177,13 @@ def test_recovery_respects_the_sources_and_the_call_cap(sampled):
     assert {p["source"] for p in tool_pairs(scenarios, threads, traces, ["tool-on-policy"])} == {"tool-on-policy"}
     # at the eval's cap the model's next turn is read as its answer: a call taught there could never run
     capped = tool_pairs(scenarios, threads, traces, ["tool-recovery"], max_calls=1)
-    assert capped == [] and tool_pairs(scenarios, threads, traces, ["tool-recovery"])
+    alone = tool_pairs(scenarios, threads, traces, ["tool-recovery"])
+    assert capped == [] and alone
+    # at the cap a further call is read as the action: nothing is fired, the answer wins by more
+    answers = tool_pairs(scenarios, threads, traces, ["tool-answer"])
+    at_cap = tool_pairs(scenarios, threads, traces, ["tool-answer"], max_calls=1)
+    assert len(at_cap) == len(answers) and all(p["rejected_outcome"]["parse_status"] != "ok" for p in at_cap)
+    assert all(a["margin"] <= c["margin"] for a, c in zip(answers, at_cap))
     with pytest.raises(ValueError, match="unknown tool pair source"):
         tool_pairs(scenarios, threads, traces, ["on-policy"])
 

@@ -4,8 +4,9 @@ The reference: the model's own forward with the full `(batch, seq, vocab)`
 logits, `log_softmax`, the label token's log-probability at each position
 whose label is not -100. The fast path: TRL's fused LM head, restricted to the
 labelled positions (`poolbench_data.training.speed.use_compact_lm_head`), as the
-training scripts run it, and DPO's reference log-probs precomputed in the
-trainer's set-up. Stated tolerance, fp32 on the tiny model: the mean SFT loss
+training scripts run it, DPO's reference log-probs precomputed in the
+trainer's set-up, and each DPO pair's shared prompt run once
+(`share_prompt_prefix`). Stated tolerance, fp32 on the tiny model: the mean SFT loss
 and each summed DPO log-prob agree within rtol 1e-5 / atol 1e-4 (different
 summation order: a chunked log-sum-exp against one log_softmax), gradients
 within rtol 1e-4 / atol 1e-6.
@@ -117,7 +118,8 @@ def test_sft_script_loss_equals_the_model_own_loss(tiny_model, tmp_path):
 @pytest.mark.slow
 def test_dpo_chosen_and_rejected_logps_equal_the_reference(tiny_model, tmp_path):
     """training/dpo.py with the CPU recipe and reference log-probs precomputed: the precomputed columns and the
-    trainer's own log-probs equal the full-logits reference on the same pairs, chosen and rejected."""
+    trainer's own log-probs (each pair's prompt run once, share_prompt) equal the full-logits reference, each
+    sequence run whole, on the same pairs, chosen and rejected."""
     folder = tmp_path / "poolbench"
     test_dpo.build_pairs_folder(folder)
     script_args, training_args, model_args = test_dpo.dpo.make_parser().parse_args_and_config(
@@ -131,7 +133,8 @@ def test_dpo_chosen_and_rejected_logps_equal_the_reference(tiny_model, tmp_path)
     n = min(3, len(trainer.train_dataset))
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(n)])
     labels = batch["input_ids"].masked_fill(batch["completion_mask"] == 0, -100)
-    with torch.no_grad(), adapter_off(trainer.model):
+    assert "unshared_forward" in trainer.model.get_base_model().model.__dict__  # the recipe shares each prompt
+    with torch.no_grad(), adapter_off(trainer.model), speed.prompt_sharing_off(trainer.model):
         logps, _ = reference_token_logps(trainer.model, batch["input_ids"], batch["attention_mask"], labels)
     ref_chosen, ref_rejected = logps.sum(dim=1).chunk(2)
     # Precomputed in the set-up (compact head, adapter off) ...
@@ -185,3 +188,57 @@ def test_a_float32_recipe_is_never_touched(monkeypatch):
     script_args, training_args, model_args = parsed(test_sft.sft, test_sft.CPU_RECIPE, "--bf16", "false")
     speed.apply_speed_settings(script_args, training_args, model_args)
     assert (model_args.dtype, training_args.bf16) == ("float32", False)
+
+
+def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_model):
+    """DPO's batch layout: [chosen_1, chosen_2, rejected_1, rejected_2], each pair one prompt and two completions
+    of different lengths, right-padded. Shared: the backbone sees each prompt once; the numbers do not move."""
+    from transformers import AutoModelForCausalLM
+    from trl.trainer import utils as trl_utils
+
+    torch.manual_seed(0)
+    prompts = [torch.randint(10, 1000, (70,)), torch.randint(10, 1000, (50,))]
+    completions = [[torch.randint(10, 1000, (k,)) for k in (12, 7)], [torch.randint(10, 1000, (k,)) for k in (5, 9)]]
+    completions[1][1][:2] = completions[1][0][:2]  # a completion that starts like the other: shared further
+    rows = [torch.cat([prompts[i], completions[i][side]]) for side in (0, 1) for i in (0, 1)]
+    width = max(len(r) for r in rows)
+    input_ids = torch.zeros(4, width, dtype=torch.long)
+    attention_mask = torch.zeros_like(input_ids)
+    labels = torch.full_like(input_ids, -100)
+    for k, r in enumerate(rows):
+        input_ids[k, : len(r)], attention_mask[k, : len(r)] = r, 1
+        start = len(prompts[k % 2])
+        labels[k, start : len(r)] = r[start:]
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+    trl_utils.add_fused_lm_head(model)
+
+    def run():
+        out = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
+        logps = out.log_probs.sum(dim=1)
+        (logps * torch.tensor([1.0, -0.5, 2.0, 0.3])).sum().backward()  # every row its own weight
+        grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+        model.zero_grad()
+        return logps.detach(), grads
+
+    reference, reference_grads = run()
+    seen = []
+    backbone_forward = model.model.forward
+
+    def counting(input_ids=None, **kwargs):
+        seen.append(tuple(input_ids.shape))
+        return backbone_forward(input_ids=input_ids, **kwargs)
+
+    model.model.forward = counting
+    speed.share_prompt_prefix(model)
+    speed.share_prompt_prefix(model)  # once is enough: a second call changes nothing
+    shared, shared_grads = run()
+    # each pair: its common prefix once (prompt 70; prompt 50 + 2 shared completion tokens), then both tails
+    assert seen == [(1, 70), (2, width - 70), (1, 52), (2, width - 52)]
+    torch.testing.assert_close(shared, reference, **LOSS_TOL)
+    for name, grad in shared_grads.items():
+        torch.testing.assert_close(grad, reference_grads[name], **GRAD_TOL, msg=name)
+    with speed.prompt_sharing_off(model):
+        seen.clear()
+        torch.testing.assert_close(run()[0], reference, **LOSS_TOL)
+        assert seen == [(4, width)]

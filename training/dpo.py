@@ -49,10 +49,12 @@ from poolbench_data.training.common import (
     command_line,
     find_resume_checkpoint,
     load_checked_splits,
+    load_sharing_prompts,
     model_and_tokenizer,
     peft_and_quantization,
     run_script,
     set_model_init_kwargs,
+    share_prompt_prefix,
     train_and_save,
     usage_errors,
 )
@@ -69,6 +71,23 @@ class DPOScriptArguments(TrainScriptArguments):
     dataset_config: str | None = field(
         default="pairs", metadata={"help": "Dataset config name (`name` of `datasets.load_dataset`)."}
     )
+    share_prompt: bool = field(
+        default=True, metadata={"help": "Run each pair's shared prompt through the model once, not once for chosen "
+                                "and once for rejected (same numbers, about half the FLOPs: "
+                                "poolbench_data.training.speed.share_prompt_prefix). Needs gradient_checkpointing "
+                                "false."}
+    )
+    max_turn_kind_share: float = field(
+        default=0.75, metadata={"help": "Of the pairs whose chosen and rejected turns differ in kind (a tool call "
+                                "against an answer), the largest share that may choose the same kind; above it "
+                                "the run stops before the model loads. 1.0 turns the check off."}
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not 0.5 <= self.max_turn_kind_share <= 1.0:
+            raise ValueError(f"max_turn_kind_share={self.max_turn_kind_share}: the larger kind's share is between "
+                             "0.5 and 1.0. Fix: give a value in [0.5, 1.0] (1.0: no check).")
 
 
 def make_parser() -> TrlParser:
@@ -90,26 +109,34 @@ def make_trainer(script_args: DPOScriptArguments, training_args: DPOConfig, mode
     """Everything up to a ready DPOTrainer, checks first: (trainer, tokenizer, {resume_from, seconds, kept})."""
     from trl import DPOTrainer
 
-    from poolbench_data.prefs.check import check_pairs
+    from poolbench_data.prefs.check import check_pairs, check_turn_kinds
 
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
     train_dataset, eval_dataset = load_checked_splits(script_args, training_args, check_pairs)
+    kinds = check_turn_kinds(train_dataset, script_args.max_turn_kind_share)
     model_path, tokenizer = model_and_tokenizer(model_args)
     apply_speed_settings(script_args, training_args, model_args)
     set_model_init_kwargs(training_args, model_args)
 
     resume_from = find_resume_checkpoint(training_args, script_args.resume)
-    logger.info("model %s, %d training pairs, resume from %s", model_path, len(train_dataset), resume_from)
+    logger.info("model %s, %d training pairs (chosen turn where the kinds differ: %s), resume from %s", model_path,
+                len(train_dataset), kinds, resume_from)
 
     started = time.perf_counter()
+    extra = peft_and_quantization(model_args)
+    model = model_path
+    if script_args.share_prompt:
+        model = load_sharing_prompts(model_path, training_args, extra.pop("quantization_config"))
     trainer = DPOTrainer(
-        model=model_path,
+        model=model,
         args=training_args,
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,
         processing_class=tokenizer,
-        **peft_and_quantization(model_args),
+        **extra,
     )
+    if script_args.share_prompt and trainer.ref_model is not None:
+        share_prompt_prefix(trainer.ref_model)
     # With precompute_ref_log_probs the reference forwards run here, not in train_runtime: record them.
     setup_seconds = time.perf_counter() - started
     # TRL drops pairs whose prompt alone reaches max_length, without an error.

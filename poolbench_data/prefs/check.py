@@ -152,6 +152,41 @@ def check_pairs(dataset: Any, test_id_prefix: str | None = None) -> None:
         )
 
 
+class PairsBalanceError(ValueError):
+    """A pair set whose sides a surface feature separates: it would teach the feature, not the choice."""
+
+
+def turn_kinds(dataset: Any) -> dict[str, int]:
+    """Pairs whose chosen and rejected turns differ in kind (a `ghost_ball` call against an answer), by which
+    kind is chosen: {"call": n, "answer": n}."""
+    from poolbench_data.llm.tools import tool_calls
+
+    counts = {"call": 0, "answer": 0}
+    for row in dataset:
+        chosen, rejected = (bool(tool_calls(row[side][-1]["content"])) for side in ("chosen", "rejected"))
+        if chosen != rejected:
+            counts["call" if chosen else "answer"] += 1
+    return counts
+
+
+def check_turn_kinds(dataset: Any, max_share: float) -> dict[str, int]:
+    """Raise PairsBalanceError where more than `max_share` of the pairs that differ in turn kind prefer the same
+    kind; else return the counts."""
+    counts = turn_kinds(dataset)
+    n = sum(counts.values())
+    kind = max(counts, key=counts.get)
+    if n and counts[kind] / n > max_share:
+        other = "an answer" if kind == "call" else "a tool call"
+        raise PairsBalanceError(
+            f"{counts[kind]} of the {n} pairs whose sides differ in turn kind choose {kind!r} over {other} "
+            f"(max_turn_kind_share {max_share}): such a set teaches the turn type, not when to call (DPO on one "
+            "made a model that called the tool forever: docs/training.md). Fix: build the pairs with both "
+            "tool-recovery and tool-answer (builders/build_pairs.py --tool_sources), or set "
+            "max_turn_kind_share 1.0 to train on them anyway."
+        )
+    return counts
+
+
 # --- the boards GRPO plays (the `scenarios` config) ---------------------------------
 
 SCENARIO_COLUMNS = ("prompt", "id", "category", "seed", "cue_ball", "balls")  # the prompt, then physics_reward's

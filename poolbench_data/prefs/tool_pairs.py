@@ -24,6 +24,16 @@ board's demonstrated open shot (`tool_sft.find_pot`: clear in the tool, and
 written with the tool's aim a legal pot in the simulator), scored by playing
 that continuation. The state is on-policy; the chosen turn is the recovery
 the demonstrations show.
+
+Alone, recovery pairs teach the turn type, not the condition: every chosen
+side is a call, so DPO learned to call whatever the tool said and never
+answered (docs/training.md). Their mirror, `tool-answer`: where a thread
+answered after a clear tool answer and potted legally, its answer is chosen
+over a further call for an own shot the tool reports blocked, scored by
+playing what follows it (that shot written with the tool's aim at the
+thread's speed; at the eval's call cap the call itself, read as the action:
+no shot). With both sources on, each keeps as many pairs as the other has,
+so a call is as often chosen as rejected.
 """
 
 from __future__ import annotations
@@ -33,16 +43,18 @@ from collections.abc import Mapping, Sequence
 
 from poolbench_data.boards.splits import SplitLeakError, leak_problem
 from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.llm.tools import MAX_CALLS, run_call, tool_calls, with_tool_note
+from poolbench_data.llm.tools import MAX_CALLS, run_call, tool_answer, tool_calls, with_tool_note
 from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
 from poolbench_data.prefs.pairs import _pair, answered, fine_score, physics_score
-from poolbench_data.prefs.tool_sft import call_text, clear, find_pot
-from poolbench_data.protocol.prompts import messages
+from poolbench_data.prefs.tool_sft import AIM_FIELD, blocked_calls, call_text, clear, find_pot
+from poolbench_data.protocol.parsing import parse_action
+from poolbench_data.protocol.prompts import format_action, messages
 
 SOURCE = "tool-on-policy"
 RECOVERY = "tool-recovery"
-TOOL_SOURCES = (SOURCE, RECOVERY)
+ANSWER = "tool-answer"
+TOOL_SOURCES = (SOURCE, RECOVERY, ANSWER)
 
 
 class ThreadMismatch(ValueError):
@@ -113,7 +125,8 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
     if unknown:
         raise ValueError(f"unknown tool pair source(s) {unknown}; available: {', '.join(TOOL_SOURCES)}")
     grouped = _usable_threads(threads, traces)
-    out = []
+    out: list[dict] = []
+    by_source: dict[str, list[dict]] = {RECOVERY: [], ANSWER: []}
     for row in scenarios:
         if leak := leak_problem(row, None, id_key="id"):
             raise SplitLeakError(f"scenario {row['id']!r}: {leak}; pairs come from train boards")
@@ -124,8 +137,13 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
             if SOURCE in sources:
                 out += _best_vs_worst(row, scenario, player, samples)
             if RECOVERY in sources:
-                out += _recoveries(row, scenario, samples, max_calls)
-    return out
+                by_source[RECOVERY] += _recoveries(row, scenario, samples, max_calls)
+            if ANSWER in sources:
+                by_source[ANSWER] += _answers_now(row, scenario, samples, max_calls)
+    if RECOVERY in sources and ANSWER in sources:  # as many answers chosen as calls: the condition decides
+        n = min(map(len, by_source.values()))
+        by_source = {k: v[:n] for k, v in by_source.items()}
+    return out + by_source[RECOVERY] + by_source[ANSWER]
 
 
 def _best_vs_worst(row: dict, scenario: Scenario, player: str, samples: list) -> list[dict]:
@@ -157,8 +175,7 @@ def _recoveries(row: dict, scenario: Scenario, samples: list, max_calls: int) ->
         if not demo:
             return out  # the tool's geometry gives this board no legal pot to recover to
         ball, pocket, chosen = demo
-        called = {(str((c.get("arguments") or {}).get("target_ball")), str((c.get("arguments") or {}).get("pocket")))
-                  for c in calls}
+        called = {_called(c) for c in calls}
         conv = thread_messages(scenario, thread)
         key = (json.dumps(conv[:-1]), thread["final_response"])
         if (ball, pocket) in called or key in seen:
@@ -173,6 +190,53 @@ def _recoveries(row: dict, scenario: Scenario, samples: list, max_calls: int) ->
     return out
 
 
+def _answers_now(row: dict, scenario: Scenario, samples: list, max_calls: int) -> list[dict]:
+    """A pair for each distinct thread that answered after a clear tool answer and potted legally: its answer
+    against a further call for a blocked own shot (module docstring)."""
+    out, seen = [], set()
+    for thread, trace in samples:
+        calls = thread["calls"]
+        if not clear(calls[-1]["result"]) or physics_score(trace) < 3:
+            continue
+        called = {_called(c) for c in calls}
+        blocked = [bp for bp in blocked_calls(scenario, _called(calls[-1])) if bp not in called]
+        conv = thread_messages(scenario, thread)
+        key = json.dumps(conv)
+        if not blocked or key in seen:
+            continue
+        seen.add(key)
+        ball, pocket = blocked[0]
+        further = call_text(ball, pocket)
+        if len(calls) >= max_calls:  # the evaluator reads the turn after the last call as the action
+            follows = further
+        else:
+            result = tool_answer(scenario, ball, pocket)
+            follows = format_action(Shot(phi=result[AIM_FIELD], V0=trace["action"]["V0"], target_ball=ball,
+                                         target_pocket=pocket), scenario)
+        model = trace.get("model") or thread["player"]
+        rejected = _played_row(row, scenario, follows, "further_call")
+        if fine_score(rejected) >= fine_score(trace):  # the blocked shot went in anyway: no preference
+            continue
+        pair = _pair(row, thread["final_response"], further, trace, rejected, ANSWER, model, "further_call",
+                     prompt=conv[:-1])
+        out.append({**pair, "turn": len(thread["turns"]), "chosen_decision": _described(decisions(thread, trace)[-1]),
+                    "rejected_decision": _described(("call", ball, pocket))})
+    return out
+
+
+def _called(call: Mapping) -> tuple[str, str]:
+    args = call.get("arguments") or {}
+    return str(args.get("target_ball")), str(args.get("pocket"))
+
+
+def _played_row(row: dict, scenario: Scenario, answer: str, model: str) -> dict:
+    """The trace row of `answer` parsed and played exactly as the evaluator does."""
+    oracle = Shot.from_row(row["oracle_shot"]) if row.get("oracle_shot") else None
+    p = parse_action(answer, scenario)
+    record = play_shot(scenario, p.shot, player=model, kind="llm", raw_response=answer, parse_status=p.status)
+    return trace_row(record, oracle, model=model)
+
+
 def _demonstrated(row: dict, scenario: Scenario) -> tuple:
     """The board's demonstrated open shot, (ball, pocket, the trace row of its written action), or () where
     there is none."""
@@ -180,9 +244,8 @@ def _demonstrated(row: dict, scenario: Scenario) -> tuple:
     found = find_pot(scenario, oracle)
     if found is None:
         return ()
-    ball, pocket, answer, shot, _ = found
-    record = play_shot(scenario, shot, player="tool_oracle", kind="llm", raw_response=answer, parse_status="ok")
-    return ball, pocket, trace_row(record, oracle, model="tool_oracle")
+    ball, pocket, answer, _, _ = found
+    return ball, pocket, _played_row(row, scenario, answer, "tool_oracle")
 
 
 def _assistant_index(conv: list[dict], turn: int) -> int:

@@ -132,7 +132,7 @@ def find_pot(scenario: Scenario, oracle_shot: Shot | None = None) -> tuple[str, 
     return None
 
 
-def _blocked_calls(scenario: Scenario, chosen: tuple[str, str]) -> list[tuple[str, str]]:
+def blocked_calls(scenario: Scenario, chosen: tuple[str, str]) -> list[tuple[str, str]]:
     """Own-ball (ball, pocket) pairs within the candidates' cut whose tool answer is not clear."""
     out = []
     for b in scenario.own():
@@ -165,7 +165,7 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int,
     first: tuple[str, str] | None = None
     kind = "direct"
     if u < blocked_share:
-        options = _blocked_calls(scenario, (ball, pocket))
+        options = blocked_calls(scenario, (ball, pocket))
         if options:
             first, kind = options[int(rng.integers(len(options)))], "after_blocked"
     elif u < blocked_share + error_share:

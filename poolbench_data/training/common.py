@@ -13,7 +13,12 @@ from typing import Any
 from trl import ModelConfig, ScriptArguments
 
 from poolbench_data.report.pilot import BATCH_RECORD  # the loop reads what write_batch_record writes
-from poolbench_data.training.speed import apply_speed_settings, speed_record  # noqa: F401 - the scripts' API
+from poolbench_data.training.speed import (  # noqa: F401 - the scripts' API
+    apply_speed_settings,
+    load_sharing_prompts,
+    share_prompt_prefix,
+    speed_record,
+)
 
 logger = logging.getLogger("poolbench.training")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from typing import Any
 
 from poolbench_data.llm.model import cpu_has_native_bf16  # one definition: training and vLLM
@@ -63,3 +64,95 @@ def speed_record(trainer) -> dict[str, Any]:
     if device.type == "cpu":
         record["cpu_native_bf16"] = cpu_has_native_bf16()
     return record
+
+
+def share_prompt_prefix(model) -> None:
+    """Run the backbone once over the prefix each DPO pair's two sequences share, not twice.
+
+    DPO's batch is [chosen_1..chosen_n, rejected_1..rejected_n], each the same prompt (~1,450 tokens here)
+    followed by a different completion (~40-60): the prompt is ~95% of a pair's tokens. Here the backbone runs
+    over a pair's common prefix once (keeping its keys and values), then over the two continuations, batched,
+    against them: the same sums in another order, so the same log-probs and gradients (to rounding,
+    tests/test_train_speed.py) at about half the FLOPs. The prefix's keys and values are the cache, so gradient
+    checkpointing (which drops the cache) must be off. Any other call (generation, a batch that is not pairs,
+    explicit positions) goes to the original forward.
+    """
+    backbone = _backbone(model)
+    if "unshared_forward" in backbone.__dict__:
+        return
+    original = backbone.forward
+
+    def forward(input_ids=None, attention_mask=None, **kwargs):
+        if (input_ids is None or attention_mask is None or input_ids.size(0) % 2
+                or any(kwargs.get(k) is not None for k in ("position_ids", "past_key_values", "inputs_embeds"))):
+            return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        import torch
+        from transformers.modeling_outputs import BaseModelOutputWithPast
+
+        kwargs.pop("use_cache", None)
+        n = input_ids.size(0) // 2
+        pairs = [_pair_hidden(original, input_ids[[i, i + n]], attention_mask[[i, i + n]], kwargs) for i in range(n)]
+        hidden = torch.cat([p[:1] for p in pairs] + [p[1:] for p in pairs])
+        return BaseModelOutputWithPast(last_hidden_state=hidden)
+
+    backbone.forward = forward
+    backbone.unshared_forward = original
+
+
+def _backbone(model):
+    causal = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return causal.base_model
+
+
+@contextmanager
+def prompt_sharing_off(model):
+    """The backbone's own forward for a while (a reference to compare with)."""
+    backbone = _backbone(model)
+    shared = backbone.__dict__.get("forward")
+    if shared is None:
+        yield
+        return
+    backbone.forward = backbone.unshared_forward
+    try:
+        yield
+    finally:
+        backbone.forward = shared
+
+
+def _pair_hidden(original, ids, mask, kwargs):
+    """Hidden states (2, L, d) of two right-padded rows: their common prefix once, then both continuations."""
+    import torch
+
+    lengths = mask.sum(dim=1)
+    shortest = int(lengths.min())
+    right_padded = all(bool(mask[r, : int(lengths[r])].all()) for r in (0, 1))
+    same = ids[0, :shortest] == ids[1, :shortest]
+    prefix = shortest if bool(same.all()) else int((~same).nonzero()[0])
+    prefix = min(prefix, shortest - 1)  # each continuation keeps a token: the cache is never the whole row
+    if prefix < 1 or not right_padded:
+        return original(input_ids=ids, attention_mask=mask, use_cache=False, **kwargs).last_hidden_state
+    head = original(input_ids=ids[:1, :prefix], attention_mask=mask[:1, :prefix], use_cache=True, **kwargs)
+    cache = head.past_key_values
+    cache.batch_repeat_interleave(2)
+    tail = original(input_ids=ids[:, prefix:], attention_mask=mask, past_key_values=cache, use_cache=True, **kwargs)
+    return torch.cat([head.last_hidden_state.expand(2, -1, -1), tail.last_hidden_state], dim=1)
+
+
+def load_sharing_prompts(model_path: str, training_args, quantization_config=None):
+    """The policy loaded here as TRL would load it (its own `create_model_from_path` and the run's
+    `model_init_kwargs`), with `share_prompt_prefix` installed before TRL's set-up runs its first forward (the
+    precomputed reference log-probs)."""
+    from trl.trainer.utils import create_model_from_path
+
+    if training_args.gradient_checkpointing:
+        raise ValueError("share_prompt: true needs gradient_checkpointing: false (a checkpointed forward drops the "
+                         "prompt's cache). Fix: set one of them false.")
+    if quantization_config is not None:
+        raise ValueError("share_prompt: true loads the model itself, without quantization. Fix: set share_prompt "
+                         "false to train a quantized model.")
+    kwargs = dict(training_args.model_init_kwargs or {})
+    kwargs.setdefault("trust_remote_code", training_args.trust_remote_code)
+    model = create_model_from_path(model_path, **kwargs)
+    share_prompt_prefix(model)
+    training_args.model_init_kwargs = None  # used here; TRL would warn that it ignores them
+    return model
