@@ -1,7 +1,7 @@
 """Add the `pairs` config (physics-labelled DPO pairs) to a dataset folder.
 
 Needs LLM traces on the training split first:
-    .venv/bin/poolbench eval --seed 1 --n 200 --samples 4 --temperature 0.8 --split train --dataset_dir poolbench
+    .venv/bin/poolbench eval --samples 4 --temperature 0.8 --split train --dataset_dir poolbench
     .venv/bin/python builders/build_pairs.py --dataset_dir poolbench
 Pairs come only from the train split: evaluation boards never enter training.
 
@@ -61,7 +61,7 @@ def build(args: ScriptArguments) -> None:
     traces = read_rows(folder, "traces", args.split)
     if not any(t["player_kind"] == "llm" for t in traces):
         raise UserError(f"no LLM traces in {folder} split {args.split!r}; run `poolbench eval --split "
-                        f"{args.split} --dataset_dir {folder}` with the split's --seed and --n first")
+                        f"{args.split} --dataset_dir {folder} --samples 4 --temperature 0.8` first")
     pairs = build_pairs(scenarios, traces, sources)
     if not pairs:
         # An empty config would replace the last one and train on nothing.

@@ -116,3 +116,34 @@ def test_rounds_and_reasoning_budget_on_the_embedded_model(tmp_path, capsys):
     rows = [json.loads(x) for x in (out / "llm_traces.jsonl").read_text().splitlines()]
     assert sorted(r["player"] for r in rows) == ["SmolLM2-135M-Instruct"] * 2 + ["SmolLM2-135M-Instruct@r2"] * 2
     assert (out / "refinement_pairs.jsonl").exists()
+
+
+def test_a_dataset_split_gives_its_own_boards(tmp_path, capsys):
+    """`eval --dataset_dir D --split train` plays the split's boards, without the seed and size it was built with;
+    a given --seed/--n must name boards in it."""
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.hub.build import build_benchmark
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.protocol.prompts import format_action
+    from poolbench_data.players.baselines import oracle
+
+    root = tmp_path / "poolbench"
+    build_benchmark(root, eval_n=1, train_n=3, train_seed=7, players=("oracle",), progress=False)
+    boards = generate(3, 7)
+    responses = tmp_path / "stored.jsonl"
+    responses.write_text("".join(json.dumps({"player": "m", "player_kind": "llm", "scenario_id": s.id, "sample": 0,
+                                             "raw_response": format_action(oracle(s).shot, s), "temperature": 0.2})
+                                 + "\n" for s in boards))
+    base = ["eval", "--backend", "replay", "--responses", str(responses), "--name", "m", "--baselines", "random",
+            "--boards", "0", "--quiet", "--dataset_dir", str(root), "--split", "train"]
+    assert main([*base, "--out", str(tmp_path / "out")]) == 0
+    assert "boards: 3 of " in capsys.readouterr().out
+    played = [r for r in read_rows(root, "traces", "train") if r["player"] == "m"]
+    assert sorted(r["scenario_id"] for r in played) == [s.id for s in boards]
+    result = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert (result["provenance"]["settings"]["n"], result["provenance"]["settings"]["seed"]) == (3, 7)
+    assert main([*base, "--n", "2", "--out", str(tmp_path / "two")]) == 0  # the first two of them
+    assert json.loads((tmp_path / "two" / "results.json").read_text())["provenance"]["settings"]["n"] == 2
+    assert main([*base, "--seed", "0", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "pb0-000000" in err and "leave --seed and --n out" in err

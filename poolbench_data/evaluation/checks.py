@@ -114,15 +114,49 @@ def check_context(config, model: str, scenarios) -> None:
                     f"{longest + config.max_tokens}")
 
 
+def with_boards(config):
+    """`config` with `n` and `seed` set: given, else the paper's defaults, else (with --dataset_dir) those the
+    folder's --split was built with, read off its scenario ids. A given --n/--seed must name boards in it."""
+    import dataclasses
+
+    from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
+
+    if not config.dataset_dir:
+        return dataclasses.replace(config, n=DEFAULT_N if config.n is None else config.n,
+                                   seed=DEFAULT_SEED if config.seed is None else config.seed)
+    n, seed = dataset_boards(Path(config.dataset_dir), config.split)
+    config = dataclasses.replace(config, n=n if config.n is None else config.n,
+                                 seed=seed if config.seed is None else config.seed)
+    check_dataset(Path(config.dataset_dir), config.split, config.n, config.seed)
+    return config
+
+
+def dataset_boards(folder: Path, split: str) -> tuple[int, int]:
+    """(how many boards, their base seed) of a dataset folder's split: ids pb<seed>-000000, -000001, ..."""
+    from poolbench_data.boards.splits import scenario_id
+    from poolbench_data.hub.folder import read_rows, require_dataset
+
+    require_dataset(folder, "--dataset_dir")  # also finishes a swap a killed run left, and opens every shard
+    ids = sorted(r["id"] for r in read_rows(folder, "scenarios", split))
+    if not ids:
+        raise UserError(f"--split {split!r}: {folder} has no scenarios in that split; give a split it holds")
+    seed_text = ids[0].split("-")[0].removeprefix("pb")
+    if not seed_text.isdigit() or ids != [scenario_id(int(seed_text), k) for k in range(len(ids))]:
+        raise UserError(f"--dataset_dir {folder}: split {split!r} is not one seed's boards 0..N-1 (e.g. "
+                        f"{ids[0]!r}); give the --seed and --n of the boards to evaluate")
+    return len(ids), int(seed_text)
+
+
 def check_dataset(folder: Path, split: str, n: int, seed: int) -> None:
     """Everything the final `replace_rows` needs, checked before generation:
     a writable parent, no other writer, every shard readable, the boards."""
     from poolbench_data.boards.splits import scenario_id
     from poolbench_data.hub.folder import read_rows, require_dataset
 
-    require_dataset(folder, "--dataset_dir")  # also finishes a swap a killed run left, and opens every shard
+    require_dataset(folder, "--dataset_dir")
     ids = {r["id"] for r in read_rows(folder, "scenarios", split)}
     missing = [scenario_id(seed, k) for k in range(n) if scenario_id(seed, k) not in ids]
     if missing:
         raise UserError(f"{len(missing)} scenarios (e.g. {missing[0]}) are not in {folder} split "
-                        f"{split!r}; pass the --seed/--n/--split the dataset was built with")
+                        f"{split!r}; pass the --seed/--n/--split the dataset was built with, or leave --seed "
+                        "and --n out to evaluate every board of the split")

@@ -36,8 +36,10 @@ class EvalConfig:
                                       "fails (exit 1, results marked incomplete, nothing added to --dataset_dir); "
                                       "0: none may")
     responses: str = _f("", "llm_traces.jsonl whose responses --backend replay re-scores")
-    n: int = _f(DEFAULT_N, "scenarios (default: the paper's 50)")
-    seed: int = _f(DEFAULT_SEED, "scenario base seed (default: evaluation set)")
+    n: int | None = _f(None, f"scenarios (default: the paper's {DEFAULT_N}; with --dataset_dir, every board of "
+                             "--split)")
+    seed: int | None = _f(None, f"scenario base seed (default: the evaluation set, {DEFAULT_SEED}; with "
+                                "--dataset_dir, the seed --split was built with)")
     samples: int = _f(1, "responses per scenario")
     temperature: float = _f(DEFAULT_TEMPERATURE, "sampling temperature (paper: 0.2)")
     max_tokens: int = _f(DEFAULT_MAX_TOKENS, "token budget (paper: 300)")

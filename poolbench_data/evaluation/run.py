@@ -49,8 +49,13 @@ def evaluate(config: EvalConfig) -> EvalResult:
     baselines = check_players([b for b in config.baselines.split(",") if b])
     if "oracle" not in baselines:
         baselines.insert(0, "oracle")  # the decomposition measures against it
-    if config.dataset_dir:
-        checks.check_dataset(Path(config.dataset_dir), config.split, config.n, config.seed)
+    if config.n is not None:
+        checks.check_at_least("--n", config.n, 1)
+    if config.seed is not None:
+        checks.check_seed("--seed", config.seed)
+    config = checks.with_boards(config)
+    if config.dataset_dir:  # every run says which data it used
+        print(f"boards: {config.n} of {config.dataset_dir} split {config.split!r} (seed {config.seed})")
     model = checks.check_config(config)
     name = config.name or Path(model).name
     checks.check_name(config, name, baselines)

@@ -89,12 +89,13 @@ def baseline_counts(folder: Path, names: tuple[str, ...]) -> dict[str, dict[str,
             for name in names if name in summary}
 
 
-def tool_stats(folder: Path) -> dict | None:
-    """A --tools evaluation's counts: player_stats plus the shots that called the tool."""
+def tool_stats(folder: Path, rows: list[dict] | None = None) -> dict | None:
+    """A --tools evaluation's counts: player_stats plus the shots that called the tool. `rows`: its
+    llm_traces.jsonl when the caller has read it already."""
     traces = folder / "llm_traces.jsonl"
-    if not traces.exists():
+    if rows is None and not traces.exists():
         return None
-    stats = player_stats(load_traces(traces))
+    stats = player_stats(load_traces(traces) if rows is None else rows)
     calls = folder / "tool_calls.jsonl"
     if calls.exists():
         stats["tool_called"] = sum(1 for t in load_traces(calls) if t["calls"])
@@ -116,7 +117,7 @@ def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
         "random": baseline.get("random"),
         "heuristic_centre": baseline.get("heuristic-centre"),
         "heuristic_potpoint": baseline.get("heuristic"),
-        "sft": tool_stats(work / "sft"),
+        "sft": tool_stats(work / "sft", sft),
         "dpo": tool_stats(work / "dpo"),
         "grpo": tool_stats(work / "grpo"),
         "free_text_sft": tool_stats(work / "free_text"),
@@ -154,12 +155,6 @@ def scaling_table(work: Path) -> str:
     for r in rows:
         lines.append(f"{r['model']:22}" + "".join(f"{'-' if r[c] is None else r[c]!s:>14}" for c in cols))
     return "\n".join(lines)
-
-
-def _wall_minutes(work: Path) -> float | None:
-    """Minutes since this work_dir's first stage ran, when the loop ran it (null for stages run by hand)."""
-    start = work / ".started"
-    return round((time.time() - start.stat().st_mtime) / 60, 1) if start.exists() else None
 
 
 def wall_minutes(work: Path) -> float | None:
