@@ -387,7 +387,9 @@ def test_a_terminated_build_removes_its_staging_folder_at_once(tmp_path):
             time.sleep(0.2)
         time.sleep(2.0)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+        # Seconds on an idle machine (9.7 s for the whole test); beside a vLLM evaluation on the same 2 cores the
+        # exit once took over 60 s, so the bound is generous: what is tested is what is left behind.
+        assert proc.wait(timeout=240) == 128 + signal.SIGTERM
     finally:
         proc.kill()
     assert not out.exists() and list(tmp_path.glob(".poolbench.staging-*")) == []
