@@ -290,6 +290,13 @@ def test_pairs_that_always_prefer_one_turn_kind_stop_before_the_model_loads(pair
         dpo.main(tiny_args(tmp_path / "no-model", data, tmp_path / "out", max_turn_kind_share=0.3))
 
 
+def test_a_shared_prompt_with_gradient_checkpointing_is_refused_before_the_model_loads(tiny_model, pairs_folder,
+                                                                                       tmp_path):
+    with pytest.raises(ValueError, match="share_prompt: true needs gradient_checkpointing: false"):
+        dpo.main(tiny_args(tiny_model, pairs_folder, tmp_path / "out", gradient_checkpointing="true"))
+    assert not (tmp_path / "out" / "merged").exists()
+
+
 def test_pairs_from_evaluation_boards_are_refused(pair_rows):
     from poolbench_data.prefs.check import SplitLeakError
 
