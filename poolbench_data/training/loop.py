@@ -63,6 +63,7 @@ class LoopArguments:
                                  metadata={"help": "--model_args of every evaluation (the same for all models)."})
     extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
     extra_dpo_args: str = field(default="", metadata={"help": "More training/dpo.py arguments."})
+    extra_grpo_args: str = field(default="", metadata={"help": "More training/grpo.py arguments (--track tools)."})
     results_json: str = field(default="", metadata={"help": "Also write the before/after JSON here."})
     after_model: str = field(default="dpo", metadata={"help": "What `after` evaluates: dpo (SFT + DPO) or sft."})
 
@@ -216,7 +217,7 @@ class Loop:
         if not (self.grpo_dir / "merged").exists():
             self.run([self.py, "training/grpo.py", "--config", self.a.grpo_recipe, "--dataset_name", str(self.data),
                       "--output_dir", str(self.grpo_dir), "--max_steps", str(self.a.grpo_steps), "--model_name_or_path",
-                      str(self.sft_dir / "merged")])
+                      str(self.sft_dir / "merged"), *self.a.extra_grpo_args.split()])
 
     def eval_grpo(self):
         self.eval("grpo", str(self.grpo_dir / "merged"))
