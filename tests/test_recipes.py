@@ -43,3 +43,17 @@ def test_every_recipe_parses_with_its_script(recipe):
     assert training_args.seed is not None and training_args.output_dir
     if script.group(1) in ("sft", "dpo"):
         assert training_args.max_length and training_args.max_length >= 2048  # a PoolBench prompt is ~1,450 tokens
+
+
+@pytest.mark.parametrize("name", ["sft", "dpo", "grpo"])
+def test_a_misspelt_recipe_key_is_named_before_anything_is_built(name, tmp_path, capsys):
+    # Alone in a recipe, the typo used to surface as transformers' bf16/use_cpu error (TRL builds the configs
+    # before it looks for unknown keys), which names neither the key nor the fix.
+    recipe = tmp_path / "typo.yaml"
+    recipe.write_text("model_name_or_pathh: embedded\n")
+    from poolbench_data.training.common import command_line
+
+    module = _script(name)
+    assert command_line(lambda: module.main(["--config", str(recipe)])) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "'model_name_or_pathh'" in err and "did you mean 'model_name_or_path'" in err

@@ -61,6 +61,22 @@ def parse(cls, argv=None, description: str | None = None):
 
 def read_yaml(path: str, cls, command: str = "this command") -> dict:
     """A YAML file's settings, each checked against its field's type; a mistake is one UserError naming it."""
+    values = yaml_settings(path, command)
+    hints = typing.get_type_hints(cls)
+    check_known(path, values, hints, command)
+    for key, value in values.items():
+        kinds = typing.get_args(hints[key]) or (hints[key],)
+        ok = any(value is None if k is type(None) else
+                 isinstance(value, k) and not (isinstance(value, bool) and k is not bool)
+                 or (k is float and isinstance(value, int) and not isinstance(value, bool)) for k in kinds)
+        if not ok:
+            names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+            raise UserError(f"--config {path}: {key} is {value!r}, expected {names}")
+    return dict(values)
+
+
+def yaml_settings(path: str, command: str = "this command") -> dict:
+    """The `field: value` mapping of a --config file, or one UserError saying what is wrong with the file."""
     import yaml
 
     file = Path(path)
@@ -72,20 +88,17 @@ def read_yaml(path: str, cls, command: str = "this command") -> dict:
         raise UserError(f"--config {path} is not YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(values, dict):
         raise UserError(f"--config {path} holds a {type(values).__name__}, not `field: value` lines")
-    hints = typing.get_type_hints(cls)
-    for key, value in values.items():
-        if key not in hints:
-            near = difflib.get_close_matches(str(key), hints, n=1)
+    return values
+
+
+def check_known(path: str, values: dict, names, command: str = "this command") -> None:
+    """Every key of a --config file is a setting: a typo is named (with the nearest setting) before anything
+    is built from the file, so it cannot surface as another field's error or silently stay a default."""
+    for key in values:
+        if key not in names:
+            near = difflib.get_close_matches(str(key), list(names), n=1)
             raise UserError(f"--config {path}: unknown setting {key!r}" + (f" (did you mean {near[0]!r}?)" if near
                                                                            else f"; see {command} --help"))
-        kinds = typing.get_args(hints[key]) or (hints[key],)
-        ok = any(value is None if k is type(None) else
-                 isinstance(value, k) and not (isinstance(value, bool) and k is not bool)
-                 or (k is float and isinstance(value, int) and not isinstance(value, bool)) for k in kinds)
-        if not ok:
-            names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
-            raise UserError(f"--config {path}: {key} is {value!r}, expected {names}")
-    return dict(values)
 
 
 def write_yaml(config, path) -> None:

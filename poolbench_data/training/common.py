@@ -12,6 +12,7 @@ from typing import Any
 
 from trl import ModelConfig, ScriptArguments
 
+from poolbench_data.core.config import check_known, yaml_settings
 from poolbench_data.report.pilot import BATCH_RECORD  # the loop reads what write_batch_record writes
 from poolbench_data.training.speed import (  # noqa: F401 - the scripts' API
     apply_speed_settings,
@@ -386,8 +387,13 @@ def run_script(parser, train, argv=None, **extra):
     """Every script's main: parse (YAML recipe + flags), seed, then train."""
     from transformers import set_seed
 
+    args = list(sys.argv[1:] if argv is None else argv)
     with usage_errors():
-        script_args, training_args, model_args = parser.parse_args_and_config(args=argv)
+        if "--config" in args[:-1]:
+            # TRL reports unknown keys only after building the configs: a typo would be another field's error.
+            path, name = args[args.index("--config") + 1], Path(sys.argv[0]).name
+            check_known(path, yaml_settings(path, name), {a.dest for a in parser._actions} | {"env"}, name)
+        script_args, training_args, model_args = parser.parse_args_and_config(args=args)
     # Before anything random: dataset shuffling, LoRA init, dropout, sampling.
     set_seed(training_args.seed)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
