@@ -12,13 +12,14 @@ the 36,000 sweep rays (as before issue 12) against only the own balls' cones.
 
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import resource
 import tempfile
 import time
 from pathlib import Path
+
+from poolbench_data.core.config import Parser
 
 
 def _cpu() -> float:
@@ -103,7 +104,7 @@ def ray_cast(n: int, seed: int) -> list[tuple[str, str]]:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=4242)

@@ -7,8 +7,9 @@
 
 from __future__ import annotations
 
-import argparse
 import time
+
+from poolbench_data.core.config import Parser
 
 
 def overhead(scenarios, shots) -> tuple[float, float]:
@@ -41,7 +42,7 @@ def cold_start_s() -> float:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("--n", type=int, default=50)
     args = ap.parse_args(argv)
 

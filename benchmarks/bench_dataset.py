@@ -9,11 +9,12 @@ shards instead of accumulating.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 import tempfile
+
+from poolbench_data.core.config import Parser
 
 CHILD = """
 import json, resource, sys, threading, time
@@ -37,7 +38,7 @@ print(json.dumps({"seconds": dt, "counts": counts, "rss_quarters_mb": quarters,
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("--sizes", default="200,1000")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args(argv)

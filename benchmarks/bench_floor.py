@@ -17,10 +17,11 @@ ratio of a longer build, where they weigh less.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
+
+from poolbench_data.core.config import Parser
 
 
 def build(n: int, seed: int, workers: int, floor: bool) -> tuple[float, dict]:
@@ -34,7 +35,7 @@ def build(n: int, seed: int, workers: int, floor: bool) -> tuple[float, dict]:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--seed", type=int, default=4242)
     ap.add_argument("--n_parallel", type=int, default=200)

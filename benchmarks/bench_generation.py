@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from poolbench_data.core.config import Parser
+
 
 def builtin_prompts(n: int = 8) -> list[list[dict[str, str]]]:
     """The benchmark's own conversations (Appendix A prompts) for its first n boards."""
@@ -118,7 +120,7 @@ def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace, reserved
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None, help="HF folder or cached Hub id (default: embedded SmolLM2-135M)")
     parser.add_argument("--prompts_file", type=Path, help="JSONL, one conversation a line")
     parser.add_argument("--max_tokens", type=int, default=128)

@@ -9,10 +9,11 @@ choices (the ball and pocket of each shot's last good call, its speed) replayed 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
+
+from poolbench_data.core.config import Parser
 
 
 def aim_shots(scenario_rows) -> dict[str, int]:
@@ -63,7 +64,7 @@ def replayed(eval_dir: Path) -> dict[str, int]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--dataset_dir", required=True, help="dataset folder with a train split (scenarios config)")
     p.add_argument("--boards", type=int, default=200, help="the first N train boards")
     p.add_argument("--eval_dir", default="", help="an `eval --tools` output folder to replay (optional)")

@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from poolbench_data.core.config import Parser
+
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = {"sft": "training/recipes/sft-smollm2-135m-cpu.yaml", "dpo": "training/recipes/smollm2-135m-cpu.yaml"}
 DEFAULT_SETTINGS = "sft,dpo"
@@ -184,7 +186,7 @@ def print_rows(rows: list[dict], steps: int, capability: str, native_bf16: bool)
 
 
 def main(argv=None) -> list[dict]:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=4, help="optimizer steps per setting (batch 1: one row each)")
     p.add_argument("--settings", default=DEFAULT_SETTINGS,
                    help="comma list of sft|dpo[:flag...] (flags in the module doc); default: the recipes as shipped")

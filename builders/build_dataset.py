@@ -61,8 +61,10 @@ def parse_shard(text: str) -> tuple[int, int] | None:
 def build(args: ScriptArguments) -> None:
     from poolbench_data.core.errors import UserError
     from poolbench_data.hub.build import build_benchmark
+    from poolbench_data.players import check_players
     from poolbench_data.players.pool import default_workers
 
+    check_players(args.players.split(","), "--players")
     shard = parse_shard(args.shard)
     if shard and args.push_to_hub:
         raise UserError("--push_to_hub with --shard: a shard is not a dataset; merge the shards "

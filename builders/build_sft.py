@@ -33,21 +33,22 @@ class ScriptArguments(PushArguments):
 def build(args: ScriptArguments) -> None:
     from pathlib import Path
 
-    from poolbench_data.core.errors import UserError
+    from poolbench_data.core.errors import UserError, check_seed
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
     from poolbench_data.boards.splits import EVAL_SPLITS
     from poolbench_data.prefs.sft import sft_rows
     from poolbench_data.report.provenance import provenance
 
+    check_seed("--seed", args.seed)
     if args.split in EVAL_SPLITS:
         raise UserError(f"--split {args.split}: demonstrations from the evaluation boards would leak them into "
                         f"training; use --split train")
     folder = require_dataset(Path(args.dataset_dir))
     scenarios = read_rows(folder, "scenarios", args.split)
     if not scenarios:
-        raise UserError(f"{folder} has no {args.split!r} scenarios; build it with "
-                        f"`builders/build_dataset.py --train_n N`")
+        raise UserError(f"--split {args.split!r}: {folder} has no scenarios in that split; give a split it holds "
+                        f"(a train split: `builders/build_dataset.py --train_n N`)")
     if args.tools:
         from collections import Counter
 

@@ -21,6 +21,17 @@ def id_prefix(base_seed: int) -> str:
     return f"pb{base_seed}-"
 
 
+def check_id_prefix(prefix: str, what: str = "test_id_prefix") -> str:
+    """A prefix of that shape: any other matches no generated board, and the leak check would pass everything."""
+    import re
+
+    if not re.fullmatch(r"pb\d+-", prefix):
+        raise SplitLeakError(f"{what}={prefix!r} is not a board id prefix, so it would match no evaluation board. "
+                             f"Fix: give pb<eval_seed>- (e.g. {id_prefix(EVAL_SEED)!r}), or leave it out to read it "
+                             "from the dataset's provenance.json")
+    return prefix
+
+
 def scenario_id(base_seed: int, k: int) -> str:
     return f"{id_prefix(base_seed)}{k:06d}"
 

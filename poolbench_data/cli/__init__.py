@@ -30,7 +30,9 @@ COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="poolbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from poolbench_data.core.config import Parser
+
+    p = Parser(prog="poolbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in COMMANDS.items():
         module = importlib.import_module(f"poolbench_data.cli.{name}")

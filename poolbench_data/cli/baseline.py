@@ -33,7 +33,7 @@ def run(args) -> int:
     from poolbench_data.report.provenance import provenance
     from poolbench_data.report.tables import format_categories, format_table, pottable_summary, summarize
 
-    names = check_players(args.players.split(","))
+    names = check_players(args.players.split(","), "--players")
     workers = resolve_workers(args.workers)
     check_executor(args.executor, args.ray_address or None)
     path = check_output_file(args.out) if args.out else None

@@ -40,7 +40,7 @@ def ask(scenario, read=input, write=print) -> str:
 def run(args) -> int:
     from poolbench_data.boards.generate import generate
     from poolbench_data.cli import main
-    from poolbench_data.core.errors import UserError
+    from poolbench_data.core.errors import UserError, check_output_dir
     from poolbench_data.core.physics import simulate
     from poolbench_data.core.scoring import score
     from poolbench_data.players import BASELINES
@@ -48,15 +48,10 @@ def run(args) -> int:
     from poolbench_data.protocol.prompts import SYSTEM_PROMPT, user_prompt
     from poolbench_data.report.render import render_board
 
-    if args.name in BASELINES:
-        raise UserError(f"--name {args.name} is a baseline's name; pass --name something-else")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {args.out} is a file; give a folder for the boards, answers and report")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UserError(f"--out {args.out}: cannot create the folder ({e.strerror}); give a folder you can write to")
+    if args.name in BASELINES or not args.name.strip():
+        raise UserError(f"--name {args.name!r} is {'a baseline name' if args.name in BASELINES else 'empty'}; "
+                        "pass --name with your name")
+    out = check_output_dir(args.out, "--out")
     boards = generate(args.n, args.seed)
     responses = out / "responses.jsonl"
     # Each answer is appended as it is given, so an interrupt loses nothing and the same command resumes.

@@ -49,7 +49,7 @@ def run(args) -> int:
         raise UserError(f"--decimals {args.decimals!r}: write integers, e.g. 0,1,2") from None
     if not decimals or min(decimals) < 0 or max(decimals) > 12:
         raise UserError(f"--decimals {args.decimals!r}: give decimals between 0 and 12, e.g. 0,1,2")
-    player = check_players([args.player])[0]
+    player = check_players([args.player], "--player")[0]
     path = check_output_file(args.out) if args.out else None
     workers = resolve_workers(args.workers)
     runs = list(run_baselines(iter_scenarios(args.n, args.seed), [player], workers=workers, label=False,

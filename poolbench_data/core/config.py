@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import functools
 import os
 import sys
 import typing
@@ -20,6 +21,34 @@ from poolbench_data.core.errors import UserError
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError, ValueError, FileExistsError, FileNotFoundError,
                                                  NotADirectoryError, IsADirectoryError, PermissionError,
                                                  ConnectionError)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the project's error style: a wrong flag is one line naming it and pointing at --help, exit
+    2 (argparse prints the whole usage block first). No abbreviations: `--eval` must not quietly mean
+    `--eval_n`."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        one_line_error(self, message)
+
+
+def one_line_error(parser: argparse.ArgumentParser, message: str):
+    """What Parser.error does, for a parser of another class (TRL's): `parser.error = partial(...)`."""
+    print(f"error: {parser.prog}: {message}; see {parser.prog} --help", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def in_project_style(parser: argparse.ArgumentParser, args: list[str], command: str) -> None:
+    """Another library's parser (TRL's) in this error style, and its --config file's keys checked first: TRL
+    reports unknown recipe keys only after building the configs, so a typo would be another field's error."""
+    parser.error = functools.partial(one_line_error, parser)
+    if "--config" in args[:-1]:
+        path = args[args.index("--config") + 1]
+        check_known(path, yaml_settings(path, command), {a.dest for a in parser._actions} | {"env"}, command)
 
 
 def _default(f: dataclasses.Field):
@@ -54,7 +83,7 @@ def from_namespace(cls, ns: argparse.Namespace, command: str = "this command"):
 
 def parse(cls, argv=None, description: str | None = None):
     """`cls` from the command line (and its --config file)."""
-    parser = argparse.ArgumentParser(description=description or cls.__doc__)
+    parser = Parser(description=description or cls.__doc__)
     add_arguments(parser, cls)
     return from_namespace(cls, parser.parse_args(argv), Path(sys.argv[0]).name)
 

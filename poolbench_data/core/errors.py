@@ -3,6 +3,7 @@ line prints one line and exits 2 (core.config.run_main)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from poolbench_data.core.vocab import MAX_SEED
@@ -29,6 +30,24 @@ def check_output_file(path: str, flag: str = "--out") -> Path:
             out.unlink()
     except OSError as e:
         raise UserError(f"{flag} {path} cannot be written ({e.strerror or e}); {fix}") from None
+    return out
+
+
+def check_output_dir(path: str, flag: str = "--out", make: bool = True) -> Path:
+    """A folder a run will write into, checked before any work starts (and made, with its parents, if `make`;
+    else nothing is created, so a later mistake leaves no trace): an empty value or a path that cannot be a
+    writable folder is one UserError naming the flag."""
+    if not str(path).strip():
+        raise UserError(f"{flag} is empty; give a folder, or leave the flag out for its default")
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{flag} {path} is a file; give a folder")
+    base = next(p for p in (out.absolute(), *out.absolute().parents) if p.exists())
+    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
+        why = "not writable" if base.is_dir() else "not a folder"
+        raise UserError(f"{flag} {path}: cannot create the folder ({base} is {why}); give a folder you can write to")
+    if make:
+        out.mkdir(parents=True, exist_ok=True)
     return out
 
 

@@ -25,7 +25,9 @@ def check_config(config) -> str:
                              ("--retries", config.retries, 0)):
         check_at_least(flag, value, low)
     check_seed("--seed", config.seed)
+    check_seed("--gen_seed", config.gen_seed)
     check_sampling(config, spec)
+    check_applies(config, spec)
     for flag, value in (("--request_timeout", config.request_timeout), ("--timeout", config.timeout)):
         if not (value > 0 and math.isfinite(value)):
             raise UserError(f"{flag} must be a number of seconds > 0 (got {value})")
@@ -34,6 +36,28 @@ def check_config(config) -> str:
     parse_model_args(config.model_args)  # a malformed item fails here, not after the baselines
     experiments.check(config, spec)
     return spec.resolve(config)
+
+
+def check_applies(config, spec) -> None:
+    """Text flags: none empty, and none given where the run would ignore it (a --base_url without --backend
+    openai would quietly evaluate the local model instead of the server's)."""
+    import dataclasses
+
+    from poolbench_data.core.errors import check_output_dir
+    from poolbench_data.llm.registry import BACKENDS
+
+    for flag, value in (("--model", config.model), ("--name", config.name), ("--split", config.split)):
+        if value is not None and not value.strip():
+            raise UserError(f"{flag} is empty; give a value, or leave the flag out for its default")
+    default = {f.name: f.default for f in dataclasses.fields(config)}
+    for field in {f for s in BACKENDS.values() for f in s.reads} - set(spec.reads):
+        if getattr(config, field) != default[field]:
+            readers = " or ".join(f"--backend {name}" for name, s in BACKENDS.items() if field in s.reads)
+            raise UserError(f"--{field} is read only with {readers}; add it, or leave --{field} out")
+    if config.split != default["split"] and not config.dataset_dir:
+        raise UserError("--split is read only with --dataset_dir; add --dataset_dir, or leave --split out")
+    if config.out is not None:
+        check_output_dir(config.out, "--out", make=False)
 
 
 def check_sampling(config, spec) -> None:

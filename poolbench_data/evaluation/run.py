@@ -46,7 +46,7 @@ def evaluate(config: EvalConfig) -> EvalResult:
     from poolbench_data.players.traces import oracle_shots as oracle_shots_of
     from poolbench_data.report.provenance import provenance
 
-    baselines = check_players([b for b in config.baselines.split(",") if b])
+    baselines = check_players([b for b in config.baselines.split(",") if b], "--baselines")
     if "oracle" not in baselines:
         baselines.insert(0, "oracle")  # the decomposition measures against it
     if config.n is not None:

@@ -30,8 +30,7 @@ class PushArguments:
                                                             "(no network call)."})
 
     def __post_init__(self):
-        if self.push_to_hub:
-            check_repo_id(self.repo_id)  # at parse time, not after the whole build
+        check_repo_id(self.repo_id)  # at parse time, not after the whole build (and pushed or not: a typo is a typo)
 
     def maybe_push(self, folder) -> None:
         if self.push_to_hub:

@@ -29,6 +29,7 @@ class BackendSpec:
     # How prompt lengths are checked against max_model_len: "model" (the model folder's tokenizer), "if-local"
     # (only when the model names a local folder with one), "none" (nothing is generated).
     tokenizer: str = "model"
+    reads: tuple[str, ...] = ()  # config fields only this backend reads: set for another, they are a mistake
 
 
 def _engine_kwargs(config) -> dict:
@@ -103,8 +104,10 @@ def _build_replay(responses, model: str = "replay") -> Backend:
 # name -> what it is; the one place a backend is chosen.
 BACKENDS: dict[str, BackendSpec] = {
     "vllm": BackendSpec(_vllm_resolve, _vllm, _build_vllm, greedy_at_zero=True),
-    "openai": BackendSpec(_openai_resolve, _openai, _build_openai, images=True, tokenizer="if-local"),
-    "replay": BackendSpec(_replay_resolve, _replay, _build_replay, generates=False, tokenizer="none"),
+    "openai": BackendSpec(_openai_resolve, _openai, _build_openai, images=True, tokenizer="if-local",
+                          reads=("base_url",)),
+    "replay": BackendSpec(_replay_resolve, _replay, _build_replay, generates=False, tokenizer="none",
+                          reads=("responses",)),
 }
 
 

@@ -23,17 +23,17 @@ DEFAULT_BASELINES = ("oracle", "heuristic-centre", "heuristic", "random")
 EVAL_BASELINES = ("oracle", "heuristic-centre", "random")
 
 
-def check_players(names: Sequence[str]) -> list[str]:
-    """The names, checked: every one a baseline, none twice."""
-    names = list(names)
+def check_players(names: Sequence[str], flag: str = "") -> list[str]:
+    """The names, checked: every one a baseline, none twice; a mistake names `flag` (the setting they came from)."""
+    names, at = list(names), f"{flag}: " if flag else ""
     unknown = [n for n in names if n not in BASELINES]
     if unknown:
-        raise ValueError(f"unknown player(s) {unknown}; choose from {', '.join(BASELINES)}")
+        raise ValueError(f"{at}unknown player(s) {unknown}; choose from {', '.join(BASELINES)}")
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ValueError(f"player(s) {twice} listed more than once; name each player once")
+        raise ValueError(f"{at}player(s) {twice} listed more than once; name each player once")
     if not names:
-        raise ValueError(f"no players given; choose from {', '.join(BASELINES)}")
+        raise ValueError(f"{at}no players given; choose from {', '.join(BASELINES)}")
     return names
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from trl import ModelConfig, ScriptArguments
 
-from poolbench_data.core.config import check_known, yaml_settings
+from poolbench_data.core.config import in_project_style
 from poolbench_data.report.pilot import BATCH_RECORD  # the loop reads what write_batch_record writes
 from poolbench_data.training.speed import (  # noqa: F401 - the scripts' API
     apply_speed_settings,
@@ -212,12 +212,13 @@ def load_checked_splits(script_args: TrainScriptArguments, training_args, check)
     """The set-up every script starts with, before any model: output_dir set, the train split not an evaluation
     split, then (train, eval or None) loaded and checked with `check(dataset, test_id_prefix)`: the train rows
     against the evaluation boards' ids, the eval rows without (held-out boards are their point)."""
-    from poolbench_data.boards.splits import eval_id_prefix, refuse_eval_split
+    from poolbench_data.boards.splits import check_id_prefix, eval_id_prefix, refuse_eval_split
 
     if not training_args.output_dir:
         raise ValueError("output_dir is not set. Fix: set it in the recipe or pass --output_dir.")
     refuse_eval_split(script_args.dataset_train_split)
-    prefix = script_args.test_id_prefix or eval_id_prefix(script_args.dataset_name)
+    prefix = check_id_prefix(script_args.test_id_prefix) if script_args.test_id_prefix else \
+        eval_id_prefix(script_args.dataset_name)
     train_dataset = load_split(script_args, script_args.dataset_train_split)
     check(train_dataset, prefix)
     eval_dataset = None
@@ -389,10 +390,7 @@ def run_script(parser, train, argv=None, **extra):
 
     args = list(sys.argv[1:] if argv is None else argv)
     with usage_errors():
-        if "--config" in args[:-1]:
-            # TRL reports unknown keys only after building the configs: a typo would be another field's error.
-            path, name = args[args.index("--config") + 1], Path(sys.argv[0]).name
-            check_known(path, yaml_settings(path, name), {a.dest for a in parser._actions} | {"env"}, name)
+        in_project_style(parser, args, Path(sys.argv[0]).name)
         script_args, training_args, model_args = parser.parse_args_and_config(args=args)
     # Before anything random: dataset shuffling, LoRA init, dropout, sampling.
     set_seed(training_args.seed)

@@ -5,6 +5,7 @@ evaluation engine's memory goes with it); the stages and their outputs are liste
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from poolbench_data.boards.splits import EVAL_SEED
 from poolbench_data.core.config import parse, run_main
-from poolbench_data.core.errors import UserError, check_at_least
+from poolbench_data.core.errors import UserError, check_at_least, check_seed
 from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
 
 # The repository whose builders/ and training/ scripts the stages run: this checkout's, by default.
@@ -287,13 +288,21 @@ def servable(checkpoint: Path) -> Path:
 def check_inputs(loop: Loop, stages: list[str]) -> None:
     """Every file a chosen stage will read, before the first stage runs: its recipe, the models named by path
     (made absolute: the stages run from the repository root)."""
+    from poolbench_data.core.errors import check_output_dir, check_output_file
+    from poolbench_data.llm.vllm_backend import parse_model_args
+
     a = loop.a
-    recipes = {"sft": "tools_sft_recipe" if loop.tools else "sft_recipe",
-               "dpo": "tools_dpo_recipe" if loop.tools else "dpo_recipe", "grpo": "grpo_recipe"}
-    for name in (recipes[stage] for stage in stages if stage in recipes):
-        if not (loop.root / getattr(a, name)).is_file():
-            raise UserError(f"--{name} {getattr(a, name)}: no such recipe (paths are from the repository root, "
+    # Every recipe, whichever stages run: a typo in one named for a later run is still a typo.
+    for name in ("sft_recipe", "dpo_recipe", "tools_sft_recipe", "tools_dpo_recipe", "grpo_recipe"):
+        if not getattr(a, name) or not (loop.root / getattr(a, name)).is_file():
+            raise UserError(f"--{name} {getattr(a, name)!r}: no such recipe (paths are from the repository root, "
                             f"{loop.root}); pick one in training/recipes/")
+    try:
+        parse_model_args(a.eval_model_args)
+    except ValueError as e:
+        raise UserError(f"--eval_model_args: {e}") from None
+    for script in ("sft", "dpo", "grpo"):
+        check_script_args(loop.root, script, getattr(a, f"extra_{script}_args"))
     for name in ("model", "free_text_model"):
         path = getattr(a, name)
         if path and Path(path).expanduser().exists():
@@ -301,6 +310,26 @@ def check_inputs(loop: Loop, stages: list[str]) -> None:
         elif path and (path.startswith((".", "/", "~")) or path.count("/") != 1):
             raise UserError(f"--{name} {path}: no such model folder; give a local model folder or a Hub id "
                             "(owner/name)")
+    if a.results_json:
+        check_output_file(a.results_json, "--results_json")
+    check_output_dir(loop.work, "--work_dir", make=False)  # the first stage makes it
+
+
+def check_script_args(root: Path, script: str, extra: str) -> None:
+    """--extra_<script>_args, each flag one the script takes: found now, not when its stage starts hours in."""
+    if not extra.strip():
+        return
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"loop_check_{script}", root / "training" / f"{script}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    known = {o for action in module.make_parser()._actions for o in action.option_strings}
+    for word in shlex.split(extra):
+        if word.startswith("--") and word.split("=")[0] not in known:
+            raise UserError(f"--extra_{script}_args: {word.split('=')[0]} is not a flag of training/{script}.py; "
+                            f"see python training/{script}.py --help")
 
 
 def main(argv=None, root: Path = ROOT) -> int:
@@ -315,12 +344,18 @@ def main(argv=None, root: Path = ROOT) -> int:
         if unknown:
             raise UserError(f"--stages: unknown stage(s) {unknown} for --track {a.track}; "
                             f"choose from {', '.join(track)}")
+        check_seed("--train_seed", a.train_seed)
+        if not (a.sft_epochs > 0 and math.isfinite(a.sft_epochs)):
+            raise UserError(f"--sft_epochs must be a number of passes > 0 (got {a.sft_epochs})")
+        if not 0 <= a.temperature <= 2:  # also nan
+            raise UserError(f"--temperature must be a number in [0, 2] (got {a.temperature})")
         if a.train_seed == EVAL_SEED:
             raise UserError(f"--train_seed {EVAL_SEED} is the evaluation set's seed; training on it would leak the "
                             "test boards")
         for name, v, low in (("--eval_n", a.eval_n, 1), ("--train_n", a.train_n, 1), ("--sample_n", a.sample_n, 1),
                              ("--samples", a.samples, 1), ("--grpo_steps", a.grpo_steps, 1),
-                             ("--dpo_steps", a.dpo_steps, 0)):
+                             ("--dpo_steps", a.dpo_steps, 0), ("--sft_examples", a.sft_examples, 0),
+                             ("--sft_eval_every", a.sft_eval_every, 0)):
             check_at_least(name, v, low)
         if a.track == "tools" and "pairs" in stages and a.samples < 2:
             raise UserError(f"--samples {a.samples}: tool-track pairs are best against worst of a board's samples; "

@@ -1,0 +1,267 @@
+"""Every entry point's parser, walked (issue 22 item 11): each flag that takes a value is given a wrong one (a
+wrong type, a choice that is not one, and for the project's own settings a value out of range, an empty
+string and a path that does not exist), and the run must end in one line naming the flag, exit 2, no
+traceback, nothing written, before any work starts. "Work" is caught where it would begin (a simulation, a
+worker pool, an engine or server client, a trainer, a loop stage): a wrong value that reaches it fails here
+unless the value is a documented valid one (VALID).
+
+New commands, scripts and flags are covered as they are added: the parsers are read from the entry points
+themselves."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from poolbench_data.core import config as core_config
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(str(p.relative_to(REPO)) for d in ("builders", "benchmarks") for p in (REPO / d).glob("*.py"))
+TRAINING = ["training/sft.py", "training/dpo.py", "training/grpo.py"]
+
+# What each of the project's own text flags holds, and so which values are wrong for it (KIND_VALUES). A new
+# text flag must be added here: the walk fails on a flag it cannot classify.
+KINDS = {
+    "input": ["--responses", "--dataset_dir", "--tool_eval_dir", "--shards_dir", "--sft_recipe", "--dpo_recipe",
+              "--tools_sft_recipe", "--tools_dpo_recipe", "--grpo_recipe", "--tool_chat_template"],
+    "model": ["--model", "--free_text_model"],  # a folder, or a Hub id (owner/name)
+    "output": ["--out", "--output_dir", "--output_path", "--work_dir", "--results_json"],
+    "names": ["--players", "--baselines", "--categories", "--sources", "--tool_sources", "--stages", "--decimals",
+              "--split", "--track", "--after_model", "--executor", "--player", "--shard"],
+    "name": ["--name"],
+    "url": ["--base_url"],
+    "ray": ["--ray_address"],
+    "repo": ["--repo_id"],
+    "model_args": ["--model_args", "--eval_model_args"],
+    "script_args": ["--extra_sft_args", "--extra_dpo_args", "--extra_grpo_args"],
+    "id_prefix": ["--test_id_prefix"],
+}
+KIND_OF = {flag: kind for kind, flags in KINDS.items() for flag in flags}
+KIND_VALUES = {
+    "input": ["", "{missing}"], "model": ["{missing}"], "output": ["", "{file}/x"], "names": ["", "zz_unknown"],
+    "name": [""], "url": ["", "not a url"], "ray": ["zz:not-an-address"], "repo": ["", "a/b/c"],
+    "model_args": ["zz"], "script_args": ["--zz_no_such_flag 1"], "id_prefix": ["zz"],
+}
+# Valid although they look wrong: (entry point, flag, value) -> why.
+VALID = {
+    **{(e, f, ""): "'' is the documented default" for e, f in [
+        ("training/loop.py", "--work_dir"), ("training/loop.py", "--stages"), ("training/loop.py", "--results_json"),
+        ("poolbench eval", "--categories"), ("poolbench eval", "--model_args"), ("poolbench eval", "--output_path"),
+        ("poolbench eval", "--dataset_dir"), ("poolbench eval", "--responses"), ("poolbench score", "--out"),
+        ("poolbench score", "--name"), ("poolbench compare", "--out"), ("poolbench compare", "--player"),
+        ("poolbench rounding", "--out"), ("poolbench baseline", "--out"), ("builders/build_dataset.py", "--shard"),
+        ("builders/build_pairs.py", "--tool_eval_dir")]},
+}
+
+
+class WorkStarted(Exception):
+    """A run got past its checks: where work would begin."""
+
+
+class Captured(Exception):
+    def __init__(self, parser):
+        self.parser = parser
+
+
+def _load(rel: str):
+    name = "entry_" + rel.replace("/", "_").removesuffix(".py")
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / rel)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def _entry_points() -> dict:
+    """label -> (main(argv) -> int, the parser, the names of the project's own settings)."""
+    from poolbench_data.cli import COMMANDS, build_parser
+    from poolbench_data.cli import main as cli_main
+
+    top = build_parser()
+    subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
+    out = {f"poolbench {c}": ((lambda argv, c=c: cli_main([c, *argv])), subs[c], None) for c in COMMANDS}
+    for rel in [*SCRIPTS, "training/loop.py"]:
+        module = _load(rel)
+        out[rel] = (module.main, _capture(module.main), None)
+    for rel in TRAINING:
+        module = _load(rel)
+        parser = module.make_parser()
+        own = {f.name for f in dataclasses.fields(parser.dataclass_types[0])} - {
+            f.name for f in dataclasses.fields(__import__("trl").ScriptArguments)}
+
+        def main(argv, module=module):
+            from poolbench_data.training.common import command_line
+
+            return command_line(lambda: module.main(argv))
+
+        out[rel] = (main, parser, own)
+    return out
+
+
+def _capture(main) -> argparse.ArgumentParser:
+    """The parser a script builds, taken as it is about to parse (every script parses with core's Parser)."""
+    original = core_config.Parser.parse_args
+
+    def grab(self, *a, **k):
+        raise Captured(self)
+
+    core_config.Parser.parse_args = grab
+    try:
+        main([])
+    except Captured as c:
+        return c.parser
+    finally:
+        core_config.Parser.parse_args = original
+    raise AssertionError(f"{main} did not parse with poolbench_data.core.config.Parser")
+
+
+def _flags(parser, own):
+    for a in parser._actions:
+        if not a.option_strings or a.nargs == 0 or isinstance(a, argparse._HelpAction) or a.dest == "config":
+            continue
+        yield a, (own is None or a.dest in own)
+
+
+def _cases():
+    cases = []
+    for label, (main, parser, own) in ENTRY.items():
+        for action, ours in _flags(parser, own):
+            flag = next(o for o in action.option_strings if o.startswith("--"))
+            if action.choices:
+                cases.append((label, flag, "zz_not_a_choice"))
+            elif action.type in (int, float):
+                cases.append((label, flag, "abc"))
+            elif getattr(action.type, "__name__", "") == "string_to_bool":
+                cases.append((label, flag, "maybe"))
+            if not ours or label.startswith("benchmarks/") or action.choices:
+                continue  # range and path checks of TRL's own fields and of measurement scripts are theirs
+            if action.type is int:
+                cases.append((label, flag, "-5"))
+            elif action.type is float:
+                cases += [(label, flag, "nan"), (label, flag, "-1")]
+            elif action.type in (None, str):
+                assert flag in KIND_OF, f"{label} {flag}: classify it in KINDS"
+                cases += [(label, flag, v) for v in KIND_VALUES[KIND_OF[flag]]]
+    return cases
+
+
+ENTRY = _entry_points()
+CASES = _cases()
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict[str, Path]:
+    """A small dataset folder, two shards of one, and an evaluation's traces: what the entry points read."""
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.hub.build import build_benchmark
+    from poolbench_data.llm.player import EvalSettings, evaluate_model, llm_trace_rows
+    from poolbench_data.llm.replay import ReplayBackend
+
+    root = tmp_path_factory.mktemp("inputs")
+    args = {"eval_n": 1, "train_n": 2, "train_seed": 5, "players": ("oracle", "random"), "progress": False}
+    build_benchmark(root / "poolbench", **args)
+    for i in range(2):
+        build_benchmark(root / "parts" / f"s{i}", shard=(i, 2), **args)
+    settings = EvalSettings(model="m", backend="replay")
+    recs, _ = evaluate_model(generate(2), ReplayBackend([["no idea"], ["no idea"]]), settings, player="m",
+                             progress=False)
+    traces = root / "llm_traces.jsonl"
+    traces.write_text("".join(json.dumps(r) + "\n" for r in llm_trace_rows(recs, {}, settings)))
+    return {"dataset": root / "poolbench", "parts": root / "parts", "traces": traces}
+
+
+def _base(label: str, inputs: dict, tmp: Path) -> tuple[list[str], list[str]]:
+    """(positional arguments, flags) that make a run of `label` valid but for the flag under test."""
+    t = str(inputs["traces"])
+    data = str(inputs["dataset"])
+    return {
+        "poolbench score": ([t], []),
+        "poolbench compare": ([t, t], []),
+        "builders/build_dataset.py": ([], ["--output_dir", str(tmp / "o"), "--eval_n", "1", "--train_n", "1"]),
+        "builders/build_sft.py": ([], ["--dataset_dir", data]),
+        "builders/build_pairs.py": ([], ["--dataset_dir", data]),
+        "builders/merge_shards.py": ([], ["--shards_dir", str(inputs["parts"]), "--output_dir", str(tmp / "m")]),
+        "training/loop.py": ([], ["--work_dir", str(tmp / "w")]),
+        "training/sft.py": ([], ["--config", str(REPO / "training/recipes/sft-smollm2-135m-cpu.yaml"),
+                                 "--dataset_name", data, "--output_dir", str(tmp / "o")]),
+        "training/dpo.py": ([], ["--config", str(REPO / "training/recipes/smollm2-135m-cpu.yaml"),
+                                 "--dataset_name", data, "--output_dir", str(tmp / "o")]),
+        "training/grpo.py": ([], ["--config", str(REPO / "training/recipes/grpo-tools-smollm2-135m-cpu.yaml"),
+                                  "--model_name_or_path", "embedded", "--dataset_name", data, "--tool_chat_template",
+                                  str(REPO / "training/templates/smollm2-chatml-tools.jinja"),
+                                  "--output_dir", str(tmp / "o")]),
+    }.get(label, ([], []))
+
+
+class _NoInput:
+    def readline(self, *a):
+        raise WorkStarted()
+
+    read = readline
+    __iter__ = readline
+
+
+@pytest.fixture
+def no_work(monkeypatch, tmp_path, inputs):
+    """Work raises WorkStarted where it would begin; the run happens in an empty folder of its own."""
+    import transformers
+
+    from poolbench_data.core import physics
+    from poolbench_data.hub import update
+    from poolbench_data.llm import openai_backend, vllm_backend
+    from poolbench_data.players import pool
+    from poolbench_data.training import loop
+
+    def started(*a, **k):
+        raise WorkStarted()
+
+    for target, name in [(physics, "_run"), (update, "write_config"), (pool, "imap_bounded"), (pool, "imap_ray"),
+                         (loop, "_run"), (vllm_backend.VLLMBackend, "__init__"), (openai_backend.OpenAIBackend, "__init__"),
+                         (transformers.Trainer, "__init__")]:
+        monkeypatch.setattr(target, name, started)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "stdin", _NoInput())
+    (tmp_path / "file").write_text("a file, not a folder\n")
+    return cwd
+
+
+def test_every_entry_point_is_walked():
+    assert {"poolbench eval", "poolbench play", "builders/build_dataset.py", "training/loop.py",
+            "training/dpo.py", "benchmarks/bench_training.py"} <= set(ENTRY)
+    assert len(CASES) > 300, len(CASES)
+
+
+def _files(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*")}
+
+
+@pytest.mark.parametrize("label, flag, value", CASES, ids=lambda v: str(v)[:40])
+def test_a_wrong_value_is_one_line_and_exit_2(label, flag, value, no_work, inputs, tmp_path, capsys):
+    main = ENTRY[label][0]
+    positional, base = _base(label, inputs, tmp_path)
+    given = value.format(missing=tmp_path / "missing" / "x", file=tmp_path / "file")
+    before = _files(tmp_path)
+    try:
+        code = main([*positional, *base, flag, given])
+    except SystemExit as e:
+        code = e.code
+    except WorkStarted:
+        assert (label, flag, value) in VALID, f"{label} {flag} {given!r}: accepted; the run got to its work"
+        return
+    err = capsys.readouterr().err.strip()
+    if (label, flag, value) in VALID:
+        return
+    assert code == 2, f"{label} {flag} {given!r}: exit {code}; stderr: {err[-500:]}"
+    last = err.splitlines()[-1] if err else ""
+    assert last.startswith("error: ") and "Traceback" not in err, f"{label} {flag} {given!r}: {err[-800:]}"
+    assert flag in last or flag.lstrip("-") in last, f"{label} {flag} {given!r}: the line names no flag: {last}"
+    assert _files(tmp_path) == before, f"{label} {flag} {given!r} wrote {sorted(_files(tmp_path) - before)}"
