@@ -63,12 +63,14 @@ class Game:
         self.lock = threading.Lock()
         self.ended = threading.Event()  # every board answered, or the person stopped
         self.delivered = threading.Event()  # the page has seen the report
+        self.watched = False  # a page has loaded: only then is there someone to show the report to
         self.stage, self.report = "playing", ""
 
     def state(self) -> dict:
         from poolbench_data.protocol.prompts import user_prompt
 
         with self.lock:
+            self.watched = True
             out = {"stage": self.stage, "n": self.session.n, "answered": len(self.session.done),
                    "player": self.session.name, "table": self.table, "report": self.report}
             pending = self.session.pending()
@@ -76,8 +78,6 @@ class Game:
                 i, s = pending[0]
                 out["board"] = {"index": i, "id": s.id, "category": s.category, "prompt": user_prompt(s),
                                 "balls": [{"id": b.id, "x": b.x, "y": b.y, "group": b.group} for b in s.balls]}
-            if self.stage == "done":
-                self.delivered.set()
             return out
 
     def answer(self, scenario_id, text) -> dict:
@@ -155,7 +155,10 @@ def _handler(game: Game, page: bytes, port_box: list):
             if self.path in ("/", "/index.html"):
                 self._send(200, page, "text/html; charset=utf-8")
             elif self.path == "/api/state":
-                self._json(game.state())
+                state = game.state()
+                self._json(state)
+                if state["stage"] == "done":  # written to the socket: the server may go now
+                    game.delivered.set()
             else:
                 self._json({"ok": False, "message": "not found"}, 404)
 
@@ -205,9 +208,9 @@ def serve(session, port: int = 0) -> int:
     with session, terminate_as_exit():
         thread.start()
         try:
-            print(f"playing {session.n} boards at http://{HOST}:{port_box[0]}/ (open it in a browser; "
-                  "Ctrl-C here stops and scores the boards played)", flush=True)
-            try:
+            try:  # from the line that gives the address on: Ctrl-C may come as soon as it is read
+                print(f"playing {session.n} boards at http://{HOST}:{port_box[0]}/ (open it in a browser; "
+                      "Ctrl-C here stops and scores the boards played)", flush=True)
                 while not game.ended.wait(0.5):  # a timed wait, so Ctrl-C is seen at once
                     pass
             except KeyboardInterrupt:  # the person stopped: score the boards played so far
@@ -220,7 +223,8 @@ def serve(session, port: int = 0) -> int:
                 game.stage = "done"
                 game.report = report.read_text() if rc == 0 and report.is_file() else "nothing to score"
             try:
-                game.delivered.wait(GRACE_S)
+                if game.watched:
+                    game.delivered.wait(GRACE_S)
             except KeyboardInterrupt:  # a second Ctrl-C: the report is written, just go
                 pass
             return rc
