@@ -7,5 +7,19 @@ cd "$(dirname "$0")/.."
 # Let Python cache bytecode: vLLM workers otherwise recompile its sources at every start.
 unset PYTHONDONTWRITEBYTECODE
 bash scripts/setup.sh
+# The browser test of `poolbench play --web` (tests/test_play_web.py) drives the system's Chromium: Selenium is
+# pointed at it and never downloads a browser (nothing outside the package registries can be fetched). Installed
+# from the distribution's packages when missing and we may (root with apt, as CI); apt's output only on failure.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "scripts/test.sh: installing chromium and chromium-driver (apt) for the browser test" >&2
+    if ! log=$( (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver) 2>&1); then
+      echo "$log" | tail -20 >&2
+      echo "scripts/test.sh: the apt install failed; the browser test will say so" >&2
+    fi
+  else
+    echo "scripts/test.sh: chromium or chromedriver missing (apt: chromium chromium-driver, as root); the browser test is skipped" >&2
+  fi
+fi
 .venv/bin/lint-imports
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

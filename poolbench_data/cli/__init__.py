@@ -6,7 +6,7 @@
   poolbench compare    before/after table with exact McNemar tests
   poolbench scenarios  print generated scenarios as JSON lines
   poolbench rounding   the angle-rounding ablation on the Oracle (H1)
-  poolbench play       the human baseline: play the boards yourself, scored like a model
+  poolbench play       the human baseline: play the boards yourself (terminal or --web), scored like a model
 
 Flags use underscores (--max_tokens, --dataset_dir), as TRL and
 lm-evaluation-harness do.
@@ -25,7 +25,7 @@ COMMANDS = {
     "compare": "before/after report from two llm_traces.jsonl files (McNemar)",
     "scenarios": "print scenarios as JSON lines",
     "rounding": "the Oracle's aim rounded to 0/1/2 decimals before simulation (the paper's H1)",
-    "play": "the human baseline: type an action for each board, scored like a model",
+    "play": "the human baseline: type an action for each board (--web: in a browser), scored like a model",
 }
 
 

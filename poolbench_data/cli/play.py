@@ -1,15 +1,12 @@
 """`poolbench play`: the human baseline. A person sees each board (the
-prompt's text and a PNG) and types an action in the protocol's JSON; the
-answers are then scored exactly like a model's (the replay backend: same
-parser, same physics, same report beside the baselines)."""
+prompt's text and a PNG) and types an action in the protocol's JSON, or,
+with --web, plays it in a browser page on loopback (cli/web.py); the answers
+are then scored exactly like a model's (the replay backend: same parser,
+same physics, same report beside the baselines)."""
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
-SKIP = "skip"  # typed instead of an action: no shot (a foul, as an unparseable answer)
+from poolbench_data.cli.human import SKIP  # noqa: F401 - the word a person types to pass a board
 
 
 def add_arguments(p) -> None:
@@ -20,6 +17,10 @@ def add_arguments(p) -> None:
     p.add_argument("--name", default="human", help="player name in the report")
     p.add_argument("--out", default="results/human", help="folder for board PNGs, responses and the report")
     p.add_argument("--brief", action="store_true", help="do not print the rules (the system prompt) first")
+    p.add_argument("--web", action="store_true",
+                   help="play in a browser: serve a page on 127.0.0.1 (pick, drag the aim, shoot, see it drawn)")
+    p.add_argument("--port", type=int, default=None,
+                   help="with --web: the loopback port (default: one the system picks, printed at start)")
 
 
 def ask(scenario, read=input, write=print) -> str:
@@ -38,39 +39,26 @@ def ask(scenario, read=input, write=print) -> str:
 
 
 def run(args) -> int:
-    from poolbench_data.boards.generate import generate
-    from poolbench_data.cli import main
-    from poolbench_data.core.errors import UserError, check_output_dir
-    from poolbench_data.core.physics import simulate
-    from poolbench_data.core.scoring import score
-    from poolbench_data.players import BASELINES
-    from poolbench_data.protocol.parsing import parse_action
+    from poolbench_data.cli.human import Session, outcome, verdict
     from poolbench_data.protocol.prompts import SYSTEM_PROMPT, user_prompt
-    from poolbench_data.report.render import render_board
 
-    if args.name in BASELINES or not args.name.strip():
-        raise UserError(f"--name {args.name!r} is {'a baseline name' if args.name in BASELINES else 'empty'}; "
-                        "pass --name with your name")
-    out = check_output_dir(args.out, "--out")
-    boards = generate(args.n, args.seed)
-    responses = out / "responses.jsonl"
-    # Each answer is appended as it is given, so an interrupt loses nothing and the same command resumes.
-    rows = [json.loads(x) for x in responses.read_text().splitlines() if x.strip()] if responses.exists() else []
-    ids = {s.id for s in boards}
-    foreign = [r["scenario_id"] for r in rows if r.get("scenario_id") not in ids or r.get("player") != args.name]
-    if foreign:
-        raise UserError(f"--out {args.out} holds answers to other boards or by another player ({foreign[0]!r}, ...); "
-                        "give another --out, or the --n, --seed and --name of that session to resume it")
-    done = {r["scenario_id"] for r in rows}
-    if done:
-        print(f"resuming: {len(done)} of {args.n} boards already answered in {responses}")
+    if args.web:
+        from poolbench_data.cli.web import check_port, serve
+
+        check_port(args.port)  # before the boards are drawn: a bad flag costs nothing
+        return serve(Session(args), args.port or 0)
+    if args.port is not None:
+        from poolbench_data.core.errors import UserError
+
+        raise UserError(f"--port {args.port} is for the browser page; add --web, or drop --port")
+    session = Session(args)
+    if session.done:
+        print(f"resuming: {len(session.done)} of {args.n} boards already answered in {session.responses}")
     if not args.brief:
         print(SYSTEM_PROMPT, end="\n\n")
-    with open(responses, "a") as f:
-        for i, s in enumerate(boards):
-            if s.id in done:
-                continue
-            png = render_board(s, [(args.name, None, "your shot")], out / f"board_{s.id}.png")
+    with session:
+        for i, s in session.pending():
+            png = session.picture(s)
             print(f"--- board {i + 1}/{args.n}: {s.id} ({s.category}); picture: {png}\n{user_prompt(s)}")
             try:
                 text = ask(s)
@@ -78,23 +66,6 @@ def run(args) -> int:
                 print()
                 break
             if text:
-                m = score(simulate(s, parse_action(text, s).shot))
-                print(f"  -> {'legal contact' if m.legal_contact else 'no legal contact'}"
-                      f"{', own ball potted' if m.own_potted else ''}"
-                      f"{', foul: ' + ','.join(m.foul_reasons) if m.foul else ''}")
-            row = {"player": args.name, "player_kind": "llm", "scenario_id": s.id, "sample": 0,
-                   "raw_response": text, "temperature": None}
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            rows.append(row)
-    if not rows:
-        print("no board played; nothing to score", file=sys.stderr)
-        return 1
-    # The replay backend reads answers by board id, for the first len(rows) boards: they must be those, once each.
-    if sorted(r["scenario_id"] for r in rows) != sorted(s.id for s in boards[:len(rows)]):
-        print(f"the answers in {responses} are not boards 1..{len(rows)} once each; play on in order (or give "
-              "another --out) before scoring", file=sys.stderr)
-        return 1
-    # Scored like any model: the replay backend, the same report and traces.
-    return main(["eval", "--backend", "replay", "--responses", str(responses), "--name", args.name,
-                 "--n", str(len(rows)), "--seed", str(args.seed), "--out", str(out), "--boards", "0", "--quiet"])
+                print(f"  -> {verdict(outcome(s, text)[2])}")
+            session.record(s, text)
+    return session.finish()

@@ -18,14 +18,29 @@ COLORS = {"cue": (250, 250, 250), "solids": (210, 40, 40), "stripes": (50, 90, 2
 
 def cue_path(scenario: Scenario, shot: Shot) -> list[tuple[float, float]]:
     """The cue ball's continuous trajectory, re-simulated for drawing only."""
+    return _continuous(scenario, shot)[1]["cue"]
+
+
+def ball_paths(scenario: Scenario, shot: Shot) -> tuple[list[float], dict[str, list[tuple[float, float]]]]:
+    """(times, {ball: trajectory}) of the balls the shot moved, on one time grid, re-simulated for drawing only
+    (a pocketed ball's trajectory ends in its pocket)."""
+    times, paths = _continuous(scenario, shot)
+    return times, {b: xy for b, xy in paths.items() if any(p != xy[0] for p in xy)}
+
+
+def _continuous(scenario: Scenario, shot: Shot) -> tuple[list[float], dict[str, list[tuple[float, float]]]]:
     import pooltool as pt
 
     from poolbench_data.core.physics import build_system, engine
 
     system = build_system(scenario, shot.validated())
     pt.simulate(system, engine=engine(), inplace=True, max_events=1000, continuous=True, dt=0.01)
-    rvw = system.balls["cue"].history_cts.vectorize()[0]
-    return [(float(p[0][0]), float(p[0][1])) for p in rvw]
+    times, paths = [], {}
+    for bid, ball in system.balls.items():
+        rvw, _, t = ball.history_cts.vectorize()
+        times = [float(x) for x in t]
+        paths[bid] = [(float(p[0][0]), float(p[0][1])) for p in rvw]
+    return times, paths
 
 
 def _panel(scenario: Scenario, shot: Shot | None, title: str):

@@ -1,0 +1,100 @@
+"""A person's session of the human baseline, whatever they play it in (a
+terminal, `poolbench play`; a browser, `poolbench play --web`): the boards,
+the answers file (appended and flushed as each answer is given, so an
+interrupt loses nothing and the same command resumes), each shot's outcome,
+and the final scoring exactly like a model's (the replay backend)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+SKIP = "skip"  # typed instead of an action: no shot (a foul, as an unparseable answer)
+
+
+class Session:
+    """The boards of one `poolbench play` and the answers given so far. Checks the flags
+    (UserError: one line, exit 2) before any board is drawn or simulated."""
+
+    def __init__(self, args):
+        from poolbench_data.boards.generate import generate
+        from poolbench_data.core.errors import UserError, check_output_dir
+        from poolbench_data.players import BASELINES
+
+        if args.name in BASELINES or not args.name.strip():
+            raise UserError(f"--name {args.name!r} is {'a baseline name' if args.name in BASELINES else 'empty'}; "
+                            "pass --name with your name")
+        out = check_output_dir(args.out, "--out")
+        self.name, self.seed, self.n, self.out = args.name, args.seed, args.n, out
+        self.boards = generate(args.n, args.seed)
+        self.responses = out / "responses.jsonl"
+        rows = self.responses.read_text().splitlines() if self.responses.exists() else []
+        self.rows = [json.loads(x) for x in rows if x.strip()]
+        ids = {s.id for s in self.boards}
+        foreign = [r["scenario_id"] for r in self.rows if r.get("scenario_id") not in ids or r.get("player") != args.name]
+        if foreign:
+            raise UserError(f"--out {args.out} holds answers to other boards or by another player ({foreign[0]!r}, "
+                            "...); give another --out, or the --n, --seed and --name of that session to resume it")
+        self.done = {r["scenario_id"] for r in self.rows}
+        self._file = None
+
+    def pending(self) -> list[tuple[int, object]]:
+        """(index, board) of the boards still to answer, in order."""
+        return [(i, s) for i, s in enumerate(self.boards) if s.id not in self.done]
+
+    def __enter__(self):
+        self._file = open(self.responses, "a")
+        return self
+
+    def __exit__(self, *exc):
+        self._file.close()
+
+    def picture(self, scenario) -> Path:
+        from poolbench_data.report.render import render_board
+
+        return render_board(scenario, [(self.name, None, "your shot")], self.out / f"board_{scenario.id}.png")
+
+    def record(self, scenario, text: str) -> dict:
+        """Append one answer ("" for a skipped board) and flush it: the file is the session."""
+        row = {"player": self.name, "player_kind": "llm", "scenario_id": scenario.id, "sample": 0,
+               "raw_response": text, "temperature": None}
+        self._file.write(json.dumps(row) + "\n")
+        self._file.flush()
+        self.rows.append(row)
+        self.done.add(scenario.id)
+        return row
+
+    def finish(self) -> int:
+        """Score the answers given, like any model's: the replay backend, the same report and traces."""
+        from poolbench_data.cli import main
+
+        if not self.rows:
+            print("no board played; nothing to score", file=sys.stderr)
+            return 1
+        # The replay backend reads answers by board id, for the first len(rows) boards: they must be those, once each.
+        if sorted(r["scenario_id"] for r in self.rows) != sorted(s.id for s in self.boards[:len(self.rows)]):
+            print(f"the answers in {self.responses} are not boards 1..{len(self.rows)} once each; play on in order "
+                  "(or give another --out) before scoring", file=sys.stderr)
+            return 1
+        return main(["eval", "--backend", "replay", "--responses", str(self.responses), "--name", self.name,
+                     "--n", str(len(self.rows)), "--seed", str(self.seed), "--out", str(self.out), "--boards", "0",
+                     "--quiet"])
+
+
+def outcome(scenario, text: str):
+    """(shot, result, metrics) of an answer the protocol's parser accepts, simulated as the scoring will."""
+    from poolbench_data.core.physics import simulate
+    from poolbench_data.core.scoring import score
+    from poolbench_data.protocol.parsing import parse_action
+
+    shot = parse_action(text, scenario).shot
+    result = simulate(scenario, shot)
+    return shot, result, score(result)
+
+
+def verdict(m) -> str:
+    """The one line a person is told after a shot."""
+    return (f"{'legal contact' if m.legal_contact else 'no legal contact'}"
+            f"{', own ball potted' if m.own_potted else ''}"
+            f"{', foul: ' + ','.join(m.foul_reasons) if m.foul else ''}")

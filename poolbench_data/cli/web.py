@@ -1,0 +1,234 @@
+"""`poolbench play --web`: the human baseline in a browser, served on loopback.
+
+A small page, not Gradio: the standard library's ThreadingHTTPServer, one
+HTML file with a canvas and a few lines of JavaScript (web_page.html), and
+JSON endpoints. Nothing to install beyond the package, no version churn, and
+the answers go through the very Session `poolbench play` uses (cli/human.py):
+the same parser, the same responses file appended and flushed as each answer
+is given, the same replay scoring and report.
+
+  GET  /            the page
+  GET  /api/state   the table, the board to play (or the stage: scoring, done and the report)
+  POST /api/answer  {"scenario_id", "text"}: the protocol's JSON (or "skip"), checked by the protocol's
+                    parser; an accepted answer is recorded, simulated, and its outcome and paths returned
+  POST /api/stop    score the boards played so far (the terminal's Ctrl-D)
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HOST = "127.0.0.1"  # loopback only: the page records answers for whoever reaches it
+MAX_BODY = 1 << 16  # an answer is a line of JSON
+POINTS = 400  # per drawn trajectory: enough for a smooth line, small enough to send at once
+GRACE_S = 10.0  # after scoring, how long the page has to fetch the report before the server goes
+
+
+def check_port(port) -> None:
+    from poolbench_data.core.errors import UserError
+
+    if port is not None and not 0 <= port <= 65535:
+        raise UserError(f"--port {port} is not a port; give one in 1..65535, or leave --port out for one the "
+                        "system picks")
+
+
+def _table() -> dict:
+    from poolbench_data.core.records import V0_RANGE
+    from poolbench_data.core.table import geometry
+    from poolbench_data.protocol.prompts import ANGLE_DECIMALS, SPEED_DECIMALS, SYSTEM_PROMPT, fmt
+    from poolbench_data.report.render import COLORS
+
+    g = geometry()
+    # Pocket centres as the prompt prints them, so the page writes the numbers a model would copy.
+    pockets = [{"id": p.id, "x": p.x, "y": p.y, "r": p.radius, "text": [fmt(p.x), fmt(p.y)]} for p in g.pockets]
+    return {"width": g.width, "length": g.length, "ball_radius": g.ball_radius, "pockets": pockets,
+            "speed_range": list(V0_RANGE), "speed_default": 8.0, "angle_decimals": ANGLE_DECIMALS,
+            "speed_decimals": SPEED_DECIMALS, "colors": {k: "rgb(%d,%d,%d)" % c for k, c in COLORS.items()},
+            "rules": SYSTEM_PROMPT}
+
+
+def _thin(xs: list, n: int = POINTS) -> list:
+    step = max(1, -(-len(xs) // n))
+    return xs[::step] + ([xs[-1]] if (len(xs) - 1) % step else [])
+
+
+class Game:
+    """The state the page sees. One lock: a person plays one shot at a time, and the simulator and the
+    responses file are not shared between concurrent requests."""
+
+    def __init__(self, session):
+        self.session, self.table = session, _table()
+        self.lock = threading.Lock()
+        self.ended = threading.Event()  # every board answered, or the person stopped
+        self.delivered = threading.Event()  # the page has seen the report
+        self.watched = False  # a page has loaded: only then is there someone to show the report to
+        self.stage, self.report = "playing", ""
+
+    def state(self) -> dict:
+        from poolbench_data.protocol.prompts import user_prompt
+
+        with self.lock:
+            self.watched = True
+            out = {"stage": self.stage, "n": self.session.n, "answered": len(self.session.done),
+                   "player": self.session.name, "table": self.table, "report": self.report}
+            pending = self.session.pending()
+            if self.stage == "playing" and pending:
+                i, s = pending[0]
+                out["board"] = {"index": i, "id": s.id, "category": s.category, "prompt": user_prompt(s),
+                                "balls": [{"id": b.id, "x": b.x, "y": b.y, "group": b.group} for b in s.balls]}
+            return out
+
+    def answer(self, scenario_id, text) -> dict:
+        from poolbench_data.cli.human import SKIP, outcome, verdict
+        from poolbench_data.protocol.parsing import parse_action
+
+        with self.lock:
+            pending = self.session.pending()
+            if self.stage != "playing" or not pending or pending[0][1].id != scenario_id:
+                # A second tab, or a page left open from before: never record an answer on the wrong board.
+                return {"ok": False, "status": "stale", "message": "this board is not the one to play now; reload"}
+            i, s = pending[0]
+            if not isinstance(text, str):
+                return {"ok": False, "status": "no-text", "message": "send the action as a string of JSON"}
+            text = text.strip()  # as the terminal reads a line
+            out = {"ok": True, "index": i, "id": s.id}
+            if text.lower() == SKIP:
+                text, line = "", "skipped: no shot (scored as a foul)"
+            else:
+                parsed = parse_action(text, s)
+                if parsed.shot is None:
+                    return {"ok": False, "status": parsed.status, "message": parsed.message}
+                shot, result, metrics = outcome(s, text)
+                line = verdict(metrics)
+                out.update(events=result.event_text(), pocketed=[list(p) for p in result.pocketed],
+                           final=[list(b) for b in result.final_positions], **self._paths(s, shot))
+            self.session.record(s, text)
+            print(f"board {i + 1}/{self.session.n}: {s.id} -> {line}", flush=True)
+            if not self.session.pending():
+                self.ended.set()
+            return {**out, "verdict": line, "last": self.ended.is_set()}
+
+    @staticmethod
+    def _paths(scenario, shot) -> dict:
+        from poolbench_data.report.render import ball_paths
+
+        try:
+            times, paths = ball_paths(scenario, shot)
+        except Exception:  # a drawing failure must not lose the answer, already scored by the real simulation
+            return {"paths": {}, "duration": 0.0}
+        return {"duration": times[-1] if times else 0.0,
+                "paths": {b: [[round(x, 4), round(y, 4)] for x, y in _thin(xy)] for b, xy in paths.items()}}
+
+    def stop(self) -> dict:
+        self.ended.set()
+        return {"ok": True}
+
+
+def _handler(game: Game, page: bytes, port_box: list):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # the console tells the shots, not every request
+            pass
+
+        def _send(self, code: int, body: bytes, kind: str = "application/json") -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _json(self, obj, code: int = 200) -> None:
+            self._send(code, json.dumps(obj).encode())
+
+        def _local(self) -> bool:
+            # A page elsewhere cannot reach 127.0.0.1 through a name it controls (DNS rebinding).
+            ok = self.headers.get("Host", "") in (f"{HOST}:{port_box[0]}", f"localhost:{port_box[0]}")
+            if not ok:
+                self._json({"ok": False, "message": "use http://127.0.0.1 to reach this page"}, 403)
+            return ok
+
+        def do_GET(self):
+            if not self._local():
+                return
+            if self.path in ("/", "/index.html"):
+                self._send(200, page, "text/html; charset=utf-8")
+            elif self.path == "/api/state":
+                state = game.state()
+                self._json(state)
+                if state["stage"] == "done":  # written to the socket: the server may go now
+                    game.delivered.set()
+            else:
+                self._json({"ok": False, "message": "not found"}, 404)
+
+        def do_POST(self):
+            if not self._local():
+                return
+            size = int(self.headers.get("Content-Length") or 0)
+            if not 0 <= size <= MAX_BODY:
+                return self._json({"ok": False, "message": "request too large"}, 413)
+            try:
+                body = json.loads(self.rfile.read(size) or b"{}")
+            except ValueError:
+                return self._json({"ok": False, "message": "the request is not JSON"}, 400)
+            if self.path == "/api/answer" and isinstance(body, dict):
+                self._json(game.answer(body.get("scenario_id"), body.get("text")))
+            elif self.path == "/api/stop":
+                self._json(game.stop())
+            else:
+                self._json({"ok": False, "message": "not found"}, 404)
+
+    return Handler
+
+
+def serve(session, port: int = 0) -> int:
+    """Serve the boards until each is answered, the page stops, or Ctrl-C; then score them like `poolbench play`
+    (the page shows the report) and close the server. Returns the scoring's exit code."""
+    from importlib import resources
+
+    from poolbench_data.core.errors import UserError
+    from poolbench_data.core.shutdown import terminate_as_exit
+
+    if session.done:
+        print(f"resuming: {len(session.done)} of {session.n} boards already answered in {session.responses}")
+    if not session.pending():
+        return session.finish()
+    game = Game(session)
+    page = resources.files("poolbench_data.cli").joinpath("web_page.html").read_bytes()
+    port_box = [port]
+    try:
+        server = ThreadingHTTPServer((HOST, port), _handler(game, page, port_box))
+    except OSError as e:
+        raise UserError(f"--port {port}: cannot listen on {HOST} ({e.strerror or e}); give another --port, or "
+                        "leave it out for one the system picks") from None
+    server.daemon_threads = True
+    port_box[0] = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, name="poolbench-web", daemon=True)
+    with session, terminate_as_exit():
+        thread.start()
+        try:
+            try:  # from the line that gives the address on: Ctrl-C may come as soon as it is read
+                print(f"playing {session.n} boards at http://{HOST}:{port_box[0]}/ (open it in a browser; "
+                      "Ctrl-C here stops and scores the boards played)", flush=True)
+                while not game.ended.wait(0.5):  # a timed wait, so Ctrl-C is seen at once
+                    pass
+            except KeyboardInterrupt:  # the person stopped: score the boards played so far
+                print()
+            with game.lock:  # no answer is half-written when the scoring reads the file
+                game.stage = "scoring"
+            rc = session.finish()
+            report = session.out / "report.txt"
+            with game.lock:
+                game.stage = "done"
+                game.report = report.read_text() if rc == 0 and report.is_file() else "nothing to score"
+            try:
+                if game.watched:
+                    game.delivered.wait(GRACE_S)
+            except KeyboardInterrupt:  # a second Ctrl-C: the report is written, just go
+                pass
+            return rc
+        finally:
+            server.shutdown()  # returns once serve_forever has stopped
+            server.server_close()
+            thread.join()
