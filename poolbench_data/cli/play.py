@@ -23,7 +23,28 @@ def add_arguments(p) -> None:
                    help="with --web: the loopback port (default: one the system picks, printed at start)")
 
 
-def ask(scenario, read=input, write=print) -> str:
+def read_line(prompt: str) -> str:
+    """input(), but a Ctrl-C is never lost: input() at a terminal waits in readline's select() with no
+    timeout, so a SIGINT that lands between the prompt and that wait is only noticed at the next key (seen
+    under load: the interrupt test hung). Waiting in half-second steps lets Python run the handler."""
+    import select
+    import sys
+
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):  # not a real file (a test's stand-in): nothing to wait on
+        return input(prompt)
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    while not select.select([fd], [], [], 0.5)[0]:
+        pass
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\n")
+
+
+def ask(scenario, read=read_line, write=print) -> str:
     """One board's answer: re-asked while it is not an action the protocol's
     parser accepts (people mistype), unless the person types `skip`."""
     from poolbench_data.protocol.parsing import parse_action
