@@ -28,12 +28,13 @@ TRAINING = ["training/sft.py", "training/dpo.py", "training/grpo.py"]
 # What each of the project's own text flags holds, and so which values are wrong for it (KIND_VALUES). A new
 # text flag must be added here: the walk fails on a flag it cannot classify.
 KINDS = {
-    "input": ["--responses", "--dataset_dir", "--tool_eval_dir", "--shards_dir", "--sft_recipe", "--dpo_recipe",
+    "input": ["--eval_dir", "--pilot_json", "--trainer_state", "--responses", "--dataset_dir", "--tool_eval_dir",
+              "--shards_dir", "--sft_recipe", "--dpo_recipe",
               "--tools_sft_recipe", "--tools_dpo_recipe", "--grpo_recipe", "--tool_chat_template"],
     "model": ["--model", "--free_text_model"],  # a folder, or a Hub id (owner/name)
     "output": ["--out", "--output_dir", "--output_path", "--work_dir", "--results_json"],
     "names": ["--players", "--baselines", "--categories", "--sources", "--tool_sources", "--stages", "--decimals",
-              "--split", "--track", "--after_model", "--executor", "--player", "--shard"],
+              "--split", "--track", "--after_model", "--executor", "--player", "--shard", "--board"],
     "name": ["--name"],
     "url": ["--base_url"],
     "ray": ["--ray_address"],
@@ -56,7 +57,8 @@ VALID = {
         ("poolbench eval", "--dataset_dir"), ("poolbench eval", "--responses"), ("poolbench score", "--out"),
         ("poolbench score", "--name"), ("poolbench compare", "--out"), ("poolbench compare", "--player"),
         ("poolbench rounding", "--out"), ("poolbench baseline", "--out"), ("builders/build_dataset.py", "--shard"),
-        ("builders/build_pairs.py", "--tool_eval_dir")]},
+        ("builders/build_pairs.py", "--tool_eval_dir"), ("poolbench figures", "--eval_dir"),
+        ("poolbench figures", "--board"), ("poolbench figures", "--trainer_state")]},
 }
 
 
@@ -184,6 +186,8 @@ def _base(label: str, inputs: dict, tmp: Path) -> tuple[list[str], list[str]]:
     return {
         "poolbench score": ([t], []),
         "poolbench compare": ([t, t], []),
+        "poolbench figures": ([], ["--pilot_json", str(REPO / "docs/results/tools_dpo_balanced_smollm2_cpu.json"),
+                                   "--out", str(tmp / "figures")]),
         "builders/build_dataset.py": ([], ["--output_dir", str(tmp / "o"), "--eval_n", "1", "--train_n", "1"]),
         "builders/build_sft.py": ([], ["--dataset_dir", data]),
         "builders/build_pairs.py": ([], ["--dataset_dir", data]),

@@ -7,6 +7,7 @@
   poolbench scenarios  print generated scenarios as JSON lines
   poolbench rounding   the angle-rounding ablation on the Oracle (H1)
   poolbench play       the human baseline: play the boards yourself (terminal or --web), scored like a model
+  poolbench figures    figures of a run (Table-1 bars, boards, before/after, training curves)
 
 Flags use underscores (--max_tokens, --dataset_dir), as TRL and
 lm-evaluation-harness do.
@@ -26,6 +27,7 @@ COMMANDS = {
     "scenarios": "print scenarios as JSON lines",
     "rounding": "the Oracle's aim rounded to 0/1/2 decimals before simulation (the paper's H1)",
     "play": "the human baseline: type an action for each board (--web: in a browser), scored like a model",
+    "figures": "figures of a run: Table-1 bars, a model-vs-Oracle board, before/after bars, training curves",
 }
 
 

@@ -1,10 +1,9 @@
-"""Top-down PNGs with Pillow (pooltool's 3D renderer takes seconds a frame):
-boards with each player's cue-ball path (paper Figures 3-5) and a
-per-category heatmap (Figure 2)."""
+"""Top-down pictures without pooltool's 3D renderer (seconds a frame): each moving ball's path, re-simulated;
+the bare board a vision model is shown and the per-category heatmap (Figure 2) in Pillow; the boards people
+look at (paper Figures 3-5) through report/figures.py."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,11 +13,6 @@ from poolbench_data.core.table import geometry
 PX = 260  # pixels per metre
 PAD = 22
 COLORS = {"cue": (250, 250, 250), "solids": (210, 40, 40), "stripes": (50, 90, 220), "eight": (15, 15, 15)}
-
-
-def cue_path(scenario: Scenario, shot: Shot) -> list[tuple[float, float]]:
-    """The cue ball's continuous trajectory, re-simulated for drawing only."""
-    return _continuous(scenario, shot)[1]["cue"]
 
 
 def ball_paths(scenario: Scenario, shot: Shot) -> tuple[list[float], dict[str, list[tuple[float, float]]]]:
@@ -43,7 +37,9 @@ def _continuous(scenario: Scenario, shot: Shot) -> tuple[list[float], dict[str, 
     return times, paths
 
 
-def _panel(scenario: Scenario, shot: Shot | None, title: str):
+def _bare(scenario: Scenario):
+    """The board alone, in Pillow: what a vision model is shown (its pixels are part of that experiment's
+    input, so they stay as they were recorded; the figures for people are report/figures.py)."""
     from PIL import Image, ImageDraw
 
     g = geometry()
@@ -59,22 +55,12 @@ def _panel(scenario: Scenario, shot: Shot | None, title: str):
         cx, cy = xy(p.x, p.y)
         d.ellipse([cx - p.radius * PX, cy - p.radius * PX, cx + p.radius * PX, cy + p.radius * PX], fill=(0, 0, 0))
     r = g.ball_radius * PX
-    if shot is not None:
-        try:
-            path = cue_path(scenario, shot)
-        except Exception:  # an invalid shot still gets its panel, without a path
-            path = []
-        if path:
-            d.line([xy(x, y) for x, y in path], fill=(240, 220, 40), width=2)
-        c = scenario.cue
-        phi = math.radians(shot.phi if isinstance(shot.phi, (int, float)) and math.isfinite(shot.phi) else 0.0)
-        d.line([xy(c.x, c.y), xy(c.x + 0.25 * math.cos(phi), c.y + 0.25 * math.sin(phi))], fill=(60, 230, 90), width=3)
     for b in scenario.balls:
         cx, cy = xy(b.x, b.y)
         d.ellipse([cx - r, cy - r, cx + r, cy + r], fill=COLORS[b.group], outline=(0, 0, 0))
         if b.id != "cue":
             d.text((cx - 3 * len(b.id), cy - 5), b.id, fill=(255, 255, 255))
-    d.text((4, 2), title[:48], fill=(0, 0, 0))
+    d.text((4, 2), scenario.id[:48], fill=(0, 0, 0))
     return img
 
 
@@ -83,24 +69,17 @@ def board_png(scenario: Scenario) -> bytes:
     import io
 
     buf = io.BytesIO()
-    _panel(scenario, None, scenario.id).save(buf, format="PNG", optimize=True)
+    _bare(scenario).save(buf, format="PNG", optimize=True)
     return buf.getvalue()
 
 
 def render_board(scenario: Scenario, plays: Sequence[tuple[str, Shot | None, str]], path: Path) -> Path:
-    """One panel per (player, shot, verdict), side by side."""
-    from PIL import Image
+    """One panel per (player, shot, verdict), side by side, drawn by report.figures.board_figure (the verdict
+    labels a panel without a shot; a shot's caption is its simulated outcome)."""
+    from poolbench_data.report.figures import board_figure
 
-    panels = [_panel(scenario, shot, f"{name}: {verdict}") for name, shot, verdict in plays]
-    img = Image.new("RGB", (sum(p.width for p in panels), panels[0].height), (255, 255, 255))
-    x = 0
-    for p in panels:
-        img.paste(p, (x, 0))
-        x += p.width
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    img.save(path, optimize=True)
-    return path
+    board_figure(scenario, plays, Path(path))
+    return Path(path)
 
 
 def render_heatmap(summary: dict, path: Path, metric: str = "legal_contact") -> Path:
