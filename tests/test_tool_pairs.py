@@ -51,10 +51,6 @@ def _structured(ball: str, pocket: str) -> dict:
         "name": "ghost_ball", "arguments": json.dumps({"target_ball": ball, "pocket": pocket})}}]}
 
 
-def _in_the_way(result: dict) -> bool:
-    return bool(result["cue_path_blocked_by"] or result["target_path_blocked_by"] or not result["ghost_ball_free"])
-
-
 def scripted_model(rows: list[dict]):
     boards = {r["prompt"][1]["content"]: r for r in rows}
 
@@ -64,8 +60,7 @@ def scripted_model(rows: list[dict]):
         ball, pocket = oracle.target_ball, oracle.target_pocket
         if messages[-1]["role"] == "user":  # the first turn: four different samples
             others = [p for p in POCKET_IDS if p != pocket]
-            # a pocket with a ball in a path (not merely too steep a cut): its shot still makes contact
-            other = next((p for p in others if _in_the_way(tool_answer(s, ball, p))), others[0])
+            other = next((p for p in others if not clear(tool_answer(s, ball, p))), others[0])
             return [_structured(ball, pocket), {"role": "assistant", "content": "Checking. " + call_text(ball, pocket)},
                     _structured(ball, other), {"role": "assistant", "content": "no idea"}][i % 4]
         result = json.loads(messages[-1]["content"])

@@ -112,7 +112,7 @@ class Game:
 
     @staticmethod
     def _paths(scenario, shot) -> dict:
-        from poolbench_data.report.render import ball_paths
+        from poolbench_data.report.figures import ball_paths
 
         try:
             times, paths = ball_paths(scenario, shot)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from poolbench_data.boards.splits import EVAL_SPLITS
-from poolbench_data.core.candidates import MAX_CUT, candidates
+from poolbench_data.core.candidates import MAX_CUT, candidate, candidates
 from poolbench_data.core.records import PLAYER_GROUP, Metrics, Scenario, Shot
 from poolbench_data.core.table import POCKET_IDS
 from poolbench_data.core.vocab import group_of
@@ -38,9 +38,8 @@ from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import PROMPT_VERSION, format_action, messages
 
 TOOL_ARGUMENTS = ("target_ball", "pocket")  # the only arguments ghost_ball takes
-# Boards whose demonstration first asks for a shot the tool reports not open. At 0.2 the tool-SFT model answered
-# after a blocked or impossible report on 152 of 200 held-out shots (docs/training.md): too few recoveries shown
-# against the direct demonstrations' call-then-answer for it to read the report before answering.
+# Boards whose demonstration first asks for a shot the tool reports blocked. At 0.2 the tool-SFT model answered
+# after such a report on most held-out shots and called once on 199 of 200 (docs/training.md).
 RETRY_BLOCKED_SHARE = 0.45
 RETRY_ERROR_SHARE = 0.1  # ... first names a ball that is not on the table
 OUTCOMES = ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot")
@@ -60,10 +59,9 @@ def call_text(ball: str, pocket: str) -> str:
 
 
 def clear(result: Mapping) -> bool:
-    """The tool's answer shows an open shot: no error, nothing in either path, the ghost ball free, and a cut
-    the object ball can be sent along (below MAX_CUT: at a steeper cut the geometry itself says no pot)."""
+    """The tool's answer shows an open shot: no error, nothing in either path, the ghost ball free."""
     return ("error" not in result and result["ghost_ball_free"] and not result["cue_path_blocked_by"]
-            and not result["target_path_blocked_by"] and result["cut_angle_deg"] < MAX_CUT)
+            and not result["target_path_blocked_by"])
 
 
 @dataclass(frozen=True)
@@ -137,10 +135,14 @@ def find_pot(scenario: Scenario, oracle_shot: Shot | None = None) -> tuple[str, 
 
 
 def blocked_calls(scenario: Scenario, chosen: tuple[str, str]) -> list[tuple[str, str]]:
-    """Own-ball (ball, pocket) pairs whose tool answer is not clear: a ball in a path, the ghost ball not free,
-    or a cut too steep to pot (what the model's own first choices mostly get, docs/training.md)."""
-    return [(b.id, pid) for b in scenario.own() for pid in POCKET_IDS
-            if (b.id, pid) != chosen and not clear(tool_answer(scenario, b.id, pid))]
+    """Own-ball (ball, pocket) pairs within the candidates' cut whose tool answer is not clear."""
+    out = []
+    for b in scenario.own():
+        for pid in POCKET_IDS:
+            if (b.id, pid) != chosen and candidate(scenario, b.id, pid, "centre", MAX_CUT) is not None:
+                if not clear(tool_answer(scenario, b.id, pid)):
+                    out.append((b.id, pid))
+    return out
 
 
 def _absent_own(scenario: Scenario) -> list[str]:

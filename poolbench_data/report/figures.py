@@ -37,6 +37,28 @@ class Drawn:
     path_lines: dict = field(default_factory=dict)  # ball -> its Line2D
 
 
+def ball_paths(scenario: Scenario, shot: Shot) -> tuple[list[float], dict[str, list[tuple[float, float]]]]:
+    """(times, {ball: trajectory}) of the balls the shot moved, on one time grid, re-simulated for drawing only
+    (a pocketed ball's trajectory ends in its pocket)."""
+    times, paths = _continuous(scenario, shot)
+    return times, {b: xy for b, xy in paths.items() if any(p != xy[0] for p in xy)}
+
+
+def _continuous(scenario: Scenario, shot: Shot) -> tuple[list[float], dict[str, list[tuple[float, float]]]]:
+    import pooltool as pt
+
+    from poolbench_data.core.physics import build_system, engine
+
+    system = build_system(scenario, shot.validated())
+    pt.simulate(system, engine=engine(), inplace=True, max_events=1000, continuous=True, dt=0.01)
+    times, paths = [], {}
+    for bid, ball in system.balls.items():
+        rvw, _, t = ball.history_cts.vectorize()
+        times = [float(x) for x in t]
+        paths[bid] = [(float(p[0][0]), float(p[0][1])) for p in rvw]
+    return times, paths
+
+
 def _colour(ball: str) -> str:
     return "#ffffff" if ball == "cue" else BALL_COLOURS[str((int(ball) - 1) % 8 + 1)]
 
@@ -107,7 +129,6 @@ def draw_board(ax, scenario: Scenario, shot: Shot | None, name: str = "", note: 
     from poolbench_data.core.candidates import candidate
     from poolbench_data.core.physics import simulate
     from poolbench_data.core.scoring import score
-    from poolbench_data.report.render import ball_paths
 
     drawn = Drawn()
     draw_table(ax)

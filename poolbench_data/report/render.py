@@ -15,28 +15,6 @@ PAD = 22
 COLORS = {"cue": (250, 250, 250), "solids": (210, 40, 40), "stripes": (50, 90, 220), "eight": (15, 15, 15)}
 
 
-def ball_paths(scenario: Scenario, shot: Shot) -> tuple[list[float], dict[str, list[tuple[float, float]]]]:
-    """(times, {ball: trajectory}) of the balls the shot moved, on one time grid, re-simulated for drawing only
-    (a pocketed ball's trajectory ends in its pocket)."""
-    times, paths = _continuous(scenario, shot)
-    return times, {b: xy for b, xy in paths.items() if any(p != xy[0] for p in xy)}
-
-
-def _continuous(scenario: Scenario, shot: Shot) -> tuple[list[float], dict[str, list[tuple[float, float]]]]:
-    import pooltool as pt
-
-    from poolbench_data.core.physics import build_system, engine
-
-    system = build_system(scenario, shot.validated())
-    pt.simulate(system, engine=engine(), inplace=True, max_events=1000, continuous=True, dt=0.01)
-    times, paths = [], {}
-    for bid, ball in system.balls.items():
-        rvw, _, t = ball.history_cts.vectorize()
-        times = [float(x) for x in t]
-        paths[bid] = [(float(p[0][0]), float(p[0][1])) for p in rvw]
-    return times, paths
-
-
 def _bare(scenario: Scenario):
     """The board alone, in Pillow: what a vision model is shown (its pixels are part of that experiment's
     input, so they stay as they were recorded; the figures for people are report/figures.py)."""
