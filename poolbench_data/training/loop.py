@@ -285,9 +285,10 @@ def servable(checkpoint: Path) -> Path:
     return merged
 
 
-def check_inputs(loop: Loop, stages: list[str]) -> None:
-    """Every file a chosen stage will read, before the first stage runs: its recipe, the models named by path
-    (made absolute: the stages run from the repository root)."""
+def check_inputs(loop: Loop) -> None:
+    """Every input a stage may read, before the first stage runs: the recipes, the evaluation's and scripts'
+    extra arguments, the models named by path (made absolute: the stages run from the repository root), the
+    output paths."""
     from poolbench_data.core.errors import check_output_dir, check_output_file
     from poolbench_data.llm.vllm_backend import parse_model_args
 
@@ -365,7 +366,7 @@ def main(argv=None, root: Path = ROOT) -> int:
         if a.sample_n > a.train_n:
             raise UserError(f"--sample_n {a.sample_n} exceeds --train_n {a.train_n}; sample on the train boards")
         loop = Loop(a, root)
-        check_inputs(loop, stages)
+        check_inputs(loop)
         loop.work.mkdir(parents=True, exist_ok=True)
         if stages[0] == track[0] and not (loop.work / ".started").exists():
             (loop.work / ".started").touch()  # a run from the track's first stage starts the pilot's clock
