@@ -68,9 +68,7 @@ def run(args) -> int:
         print(figures.table1_figure(summary, out / "table1.png"))
         if rows:
             row = next(r for r in rows if r["scenario_id"] == (args.board or rows[0]["scenario_id"]))
-            s, a = _scenario(row["scenario_id"]), row["action"]
-            model = Shot(a["phi"], a["V0"], a.get("a", 0.0), a.get("b", 0.25), a.get("theta", 0.0),
-                         a.get("target_ball"), a.get("target_pocket"))
+            s, model = _scenario(row["scenario_id"]), Shot.from_row(row["action"])
             figures.board_figure(s, [(row["player"], model), ("oracle", oracle(s).shot)], out / "board_pair.png")
             print(out / "board_pair.png")
     if args.pilot_json:
