@@ -1,11 +1,24 @@
 """SIGTERM as an exit: `finally` blocks and context managers run (staging folders are removed, vLLM's engine
-processes are shut down) instead of the process vanishing and leaving them behind."""
+processes are shut down) instead of the process vanishing and leaving them behind.
+
+The handler's SystemExit can be lost: raised while the interpreter runs a finalizer it is printed and dropped,
+and a library's cleanup may replace it (numba, stopped mid-compile, raises RuntimeError instead). So the request
+is also remembered: long loops call `stop_if_requested()` between items, and an error that ends the block after
+a stop was asked for leaves as the stop's exit status."""
 
 from __future__ import annotations
 
 import signal
 import threading
 from contextlib import contextmanager
+
+_requested: list[int] = []  # the signal that asked this process to stop, while a terminate_as_exit block runs
+
+
+def stop_if_requested() -> None:
+    """Raise the exit a SIGTERM asked for, if one did and it has not ended the process yet."""
+    if _requested:
+        raise SystemExit(128 + _requested[0])
 
 
 @contextmanager
@@ -17,10 +30,16 @@ def terminate_as_exit():
         return
 
     def stop(signum, frame):
+        _requested.append(signum)
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         yield
+    except Exception as e:
+        if _requested:
+            raise SystemExit(128 + _requested[0]) from e
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _requested.clear()

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from poolbench_data.core.shutdown import terminate_as_exit
+from poolbench_data.core.shutdown import stop_if_requested, terminate_as_exit
 from poolbench_data.hub.features import CONFIGS, features
 
 ROWS_PER_SHARD = {"scenarios": 2000, "traces": 5000, "pairs": 5000, "sft": 5000, "sft_tools": 5000, "pairs_tools": 5000}
@@ -60,6 +60,7 @@ class ShardWriter:
         self.rows = 0
 
     def add(self, row: dict) -> None:
+        stop_if_requested()
         self.buffer.append(row)
         if len(self.buffer) >= self.rows_per_shard:
             self._flush()

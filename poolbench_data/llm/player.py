@@ -25,6 +25,7 @@ from poolbench_data.protocol.prompts import (
     messages,
 )
 from poolbench_data.core.records import NOT_FIRED, Metrics, Scenario, Shot
+from poolbench_data.core.shutdown import stop_if_requested
 from poolbench_data.llm.backend import GenerationFailure, GenerationResult
 from poolbench_data.players.play import ShotRecord, play_shot
 from poolbench_data.players.traces import trace_row
@@ -110,6 +111,7 @@ def evaluate_model(scenarios: Sequence[Scenario], backend, settings: EvalSetting
     records = []
     for i, (s, texts) in enumerate(tqdm(list(zip(scenarios, gen.texts)), desc="simulating", unit="scenario",
                                         disable=not progress)):
+        stop_if_requested()
         for j, text in enumerate(texts):
             records.append(answer_record(s, text, failed.get((i, j)), player=name, sample=j))
     return records, gen

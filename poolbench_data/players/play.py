@@ -14,6 +14,7 @@ from poolbench_data.boards.pottable import Pottability, straight_pottable
 from poolbench_data.core.physics import simulate
 from poolbench_data.core.records import InvalidScenario, Metrics, Scenario, Shot, ShotResult
 from poolbench_data.core.scoring import score, score_not_fired
+from poolbench_data.core.shutdown import stop_if_requested
 from poolbench_data.core.simcache import BoardSims
 from poolbench_data.players import BASELINES, check_players
 from poolbench_data.players.pool import check_executor, cores, imap, resolve_workers
@@ -133,6 +134,7 @@ def _run_baselines(scenarios, names, workers, label, total, progress, floor, exe
     tasks = ((s, names, label, floor) for s in scenarios)
     bar = tqdm(total=total, desc="baselines", unit="scenario", disable=not progress)
     for run in imap(_task, tasks, workers, executor, address):
+        stop_if_requested()
         yield run
         bar.update()
     bar.close()
