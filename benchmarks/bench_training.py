@@ -14,11 +14,12 @@ alone and the ratios come from one run:
     emulated           keep bf16 on a CPU without native bf16 (cpu_fp32_fallback false: the old behaviour)
     compile            torch.compile (TrainingArguments.torch_compile)
     eager              the eager attention kernel instead of SDPA
-    share / noshare    DPO: each pair's prompt through the model once / twice (share_prompt)
+    share / noshare    each DPO pair's prompt / the prefix an SFT batch shares through the model once (share_prompt)
+    b2 / b4            2 / 4 rows a batch (default 1); seconds are per row
 
 Each setting runs the real script (training/sft.py, training/dpo.py) in its
-own process on real PoolBench rows (prompts of ~1,450 tokens), batch 1 and one
-row per optimizer step, so its peak RSS is its own. Seconds per example come
+own process on real PoolBench rows (prompts of ~1,450 tokens), one batch (of
+1 row unless b2/b4) per optimizer step, so its peak RSS is its own. Seconds per example come
 from the trainer's own train_runtime (model loading excluded); for DPO the
 trainer's set-up time over its pairs is added, since precomputed reference
 log-probs are computed there (model loading included: a slight overcharge).
@@ -52,6 +53,7 @@ FLAGS = {
     "compile": ["--torch_compile", "true"],
     "eager": ["--attn_implementation", "eager"],
     "share": ["--share_prompt", "true"], "noshare": ["--share_prompt", "false"],
+    "b2": ["--per_device_train_batch_size", "2"], "b4": ["--per_device_train_batch_size", "4"],
 }
 
 
@@ -117,11 +119,12 @@ def run_setting(setting: str, data: Path, steps: int, work: Path) -> dict:
     if status != 0:
         raise RuntimeError(f"{setting} failed (status {status}); see {work / out.name}.log")
     metrics = json.loads((out / "train_results.json").read_text())
-    seconds = metrics["train_runtime"] / steps
+    batch = int([cmd[i + 1] for i, a in enumerate(cmd) if a == "--per_device_train_batch_size"][-1])  # last wins
+    seconds = metrics["train_runtime"] / (steps * batch)
     if kind == "dpo":
         seconds += metrics["trainer_setup_seconds"] / metrics["train_pairs"]
     return {"setting": setting, "s_per_example": seconds, "peak_rss_gb": usage.ru_maxrss / 2**20,
-            "wall_s": time.perf_counter() - started, "steps": steps,
+            "wall_s": time.perf_counter() - started, "steps": steps, "batch": batch,
             **{k: metrics.get(k) for k in ("train_dtype", "train_bf16_autocast", "compact_lm_head",
                                             "cpu_native_bf16", "precompute_ref_log_probs")}}
 
@@ -170,7 +173,7 @@ def floor_seconds(tokens: int = 1514, completion: int = 64, repeats: int = 5) ->
 
 
 def print_rows(rows: list[dict], steps: int, capability: str, native_bf16: bool) -> None:
-    print(f"\nTraining cost, {steps} steps of batch 1 per setting, SmolLM2-135M-Instruct, "
+    print(f"\nTraining cost, {steps} steps per setting, SmolLM2-135M-Instruct, "
           f"{os.cpu_count()} cores, {capability}, native bf16: {native_bf16}")
     print("speed-up: the first row of the same kind in this run over this row")
     print(f"{'setting':28} {'s/example':>10} {'speed-up':>8} {'peak RSS GB':>12} {'wall s':>8}  computed as")
@@ -187,7 +190,7 @@ def print_rows(rows: list[dict], steps: int, capability: str, native_bf16: bool)
 
 def main(argv=None) -> list[dict]:
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=4, help="optimizer steps per setting (batch 1: one row each)")
+    p.add_argument("--steps", type=int, default=4, help="optimizer steps per setting (one batch each)")
     p.add_argument("--settings", default=DEFAULT_SETTINGS,
                    help="comma list of sft|dpo[:flag...] (flags in the module doc); default: the recipes as shipped")
     p.add_argument("--boards", type=int, default=8, help="training boards in the benchmark's dataset")

@@ -100,7 +100,8 @@ def test_compact_head_scores_only_the_labelled_positions_with_the_same_loss_and_
 
 @pytest.mark.slow
 def test_sft_script_loss_equals_the_model_own_loss(tiny_model, tmp_path):
-    """training/sft.py's trainer on real rows: its loss is the model's own masked cross-entropy."""
+    """training/sft.py's trainer on real rows (a batch of 2, their common prefix run once): its loss is the
+    model's own masked cross-entropy, each row run whole."""
     folder = test_sft.write_sft_folder(tmp_path / "poolbench", test_sft.make_sft_rows(4))
     argv = test_sft.tiny_args(tiny_model, folder, tmp_path / "out", use_peft="false", **FP32)
     trainer, _, _ = test_sft.sft.make_trainer(*test_sft.parse(argv))
@@ -109,8 +110,9 @@ def test_sft_script_loss_equals_the_model_own_loss(tiny_model, tmp_path):
     assert trl_utils._use_triton(torch.device("cpu"))  # the script turned the compact head on
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(2)])
     model = trainer.model
+    assert "unshared_forward" in model.model.__dict__  # the recipe shares the batch's common prefix
     fast = trainer.compute_loss(model, dict(batch))
-    with torch.no_grad():
+    with torch.no_grad(), speed.prompt_sharing_off(model):
         own = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
     torch.testing.assert_close(fast.detach(), own, **LOSS_TOL)
 
@@ -152,6 +154,19 @@ def test_dpo_chosen_and_rejected_logps_equal_the_reference(tiny_model, tmp_path)
     step_chosen, step_rejected = trainer.compute_ref_log_probs(trainer.model, batch)
     torch.testing.assert_close(step_chosen, ref_chosen, **LOSS_TOL)
     torch.testing.assert_close(step_rejected, ref_rejected, **LOSS_TOL)
+
+
+def count_backbone_calls(model) -> list[tuple[int, int]]:
+    """The (rows, length) of each call of the model's backbone from now on, the forward still its own."""
+    seen = []
+    backbone_forward = model.model.forward
+
+    def counting(input_ids=None, **kwargs):
+        seen.append(tuple(input_ids.shape))
+        return backbone_forward(input_ids=input_ids, **kwargs)
+
+    model.model.forward = counting
+    return seen
 
 
 def adapter_off(model):
@@ -222,14 +237,7 @@ def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_mo
         return logps.detach(), grads
 
     reference, reference_grads = run()
-    seen = []
-    backbone_forward = model.model.forward
-
-    def counting(input_ids=None, **kwargs):
-        seen.append(tuple(input_ids.shape))
-        return backbone_forward(input_ids=input_ids, **kwargs)
-
-    model.model.forward = counting
+    seen = count_backbone_calls(model)
     speed.share_prompt_prefix(model)
     speed.share_prompt_prefix(model)  # once is enough: a second call changes nothing
     shared, shared_grads = run()
@@ -242,3 +250,52 @@ def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_mo
         seen.clear()
         torch.testing.assert_close(run()[0], reference, **LOSS_TOL)
         assert seen == [(4, width)]
+
+
+def test_an_sft_batch_runs_its_common_prefix_once_with_the_same_loss_and_gradients(tiny_model):
+    """SFT's layout: B rows, the same system prompt then different boards and answers, right-padded. Shared
+    (groups="batch"): the backbone sees the prefix once and the B tails once; the loss and gradients do not move,
+    and they equal B batches of one row each (the recipe's batch 1 with gradient accumulation)."""
+    from transformers import AutoModelForCausalLM
+    from trl.trainer import utils as trl_utils
+
+    torch.manual_seed(0)
+    system = torch.randint(10, 1000, (60,))
+    rows = [torch.cat([system, torch.randint(10, 1000, (k,))]) for k in (30, 17, 41)]
+    rows[2][60:63] = rows[0][60:63]  # two rows that go on alike do not lengthen the prefix all three share
+    width = max(len(r) for r in rows)
+    input_ids = torch.zeros(3, width, dtype=torch.long)
+    attention_mask = torch.zeros_like(input_ids)
+    labels = torch.full_like(input_ids, -100)
+    for k, r in enumerate(rows):
+        input_ids[k, : len(r)], attention_mask[k, : len(r)] = r, 1
+        labels[k, len(r) - 8 : len(r)] = r[-8:]  # the answer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+    trl_utils.add_fused_lm_head(model)
+
+    def run(batches):
+        total = torch.zeros(())
+        for rows_ in batches:
+            out = model(input_ids=input_ids[rows_], attention_mask=attention_mask[rows_], labels=labels[rows_],
+                        fused_lm_head=True)
+            loss = -out.log_probs.sum() / (labels != -100).sum()  # TRL's sum over num_items_in_batch
+            loss.backward()
+            total = total + loss.detach()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+        model.zero_grad()
+        return total, grads
+
+    one_by_one, one_grads = run([[0], [1], [2]])
+    seen = count_backbone_calls(model)
+    speed.share_prompt_prefix(model, groups="batch")
+    shared, shared_grads = run([[0, 1, 2]])
+    assert seen[:2] == [(1, 60), (3, width - 60)]
+    torch.testing.assert_close(shared, one_by_one, **LOSS_TOL)
+    for name, grad in shared_grads.items():
+        torch.testing.assert_close(grad, one_grads[name], **GRAD_TOL, msg=name)
+    seen.clear()
+    run([[1]])  # a batch of one row has nothing to share with: the backbone's own forward
+    assert seen == [(1, width)]
+    with pytest.raises(ValueError, match="groups='rows'"):
+        speed.share_prompt_prefix(model, groups="rows")

@@ -64,6 +64,7 @@ from poolbench_data.training.common import (
     command_line,
     find_resume_checkpoint,
     load_checked_splits,
+    load_sharing_prompts,
     model_and_tokenizer,
     peft_and_quantization,
     resolve_model_path,
@@ -88,6 +89,12 @@ class SFTScriptArguments(TrainScriptArguments):
             "help": "Largest share of training rows (0-1) that may be dropped for not fitting max_length before "
             "the run stops. 0.0: every row must fit."
         },
+    )
+    share_prompt: bool = field(
+        default=False, metadata={"help": "Run the prefix a batch's rows share (the system prompt) through the model "
+                                 "once, not once a row (same numbers; a batch of 4 shares it 4 ways: "
+                                 "poolbench_data.training.speed.share_prompt_prefix). Needs gradient_checkpointing "
+                                 "false; pays off with per_device_train_batch_size > 1."}
     )
 
     def __post_init__(self):
@@ -146,13 +153,17 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
     apply_speed_settings(script_args, training_args, model_args)
     set_model_init_kwargs(training_args, model_args)
     logger.info("model %s, %d training rows (of %d)", model_path, report.kept, report.rows)
+    extra = peft_and_quantization(model_args)
+    model = model_path
+    if script_args.share_prompt:
+        model = load_sharing_prompts(model_path, training_args, extra.pop("quantization_config"), groups="batch")
     trainer = SFTTrainer(
-        model=model_path,
+        model=model,
         args=training_args,
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,
         processing_class=tokenizer,
-        **peft_and_quantization(model_args),
+        **extra,
     )
     if len(trainer.train_dataset) != report.kept:
         # measure_lengths disagrees with TRL's own preparation: a TRL change to look at.

@@ -285,29 +285,31 @@ def save_outputs(
     from peft import PeftModel
 
     model = trainer.accelerator.unwrap_model(trainer.model)
-    adapter_dir = merged_dir = None
-    if isinstance(model, PeftModel):
-        adapter_dir = output_dir / ADAPTER_DIR
-        trainer.save_model(str(adapter_dir))
-        if save_merged:
-            merged_dir = output_dir / MERGED_DIR
-            if merged_dtype:
-                # Before the merge, so W + BA is summed in that dtype: bf16 weights are exact in
-                # float32, and the update is then kept whole instead of rounded to the bf16 grid.
-                model.to(getattr(torch, merged_dtype))
-            # In place: the trainer's model is not used after this.
-            merged = model.merge_and_unload()
-            # Training turned the KV cache off in the config; a served model wants it.
-            merged.config.use_cache = True
-            merged.save_pretrained(merged_dir)
-            tokenizer.save_pretrained(merged_dir)
-    else:
-        merged_dir = output_dir / MERGED_DIR
+    if not isinstance(model, PeftModel):
         if merged_dtype:
             model.to(getattr(torch, merged_dtype))
         model.config.use_cache = True
-        trainer.save_model(str(merged_dir))
-    return adapter_dir, merged_dir
+        trainer.save_model(str(output_dir / MERGED_DIR))
+        return None, output_dir / MERGED_DIR
+    trainer.save_model(str(output_dir / ADAPTER_DIR))
+    # In place: the trainer's model is not used after this.
+    merged = merge_lora(model, tokenizer, output_dir / MERGED_DIR, merged_dtype) if save_merged else None
+    return output_dir / ADAPTER_DIR, merged
+
+
+def merge_lora(model, tokenizer, folder: Path, dtype: str | None) -> Path:
+    """A LoRA model merged into its base (in place) and saved as a plain folder vLLM serves. The dtype is set
+    before the merge, so W + BA is summed in it: bf16 weights are exact in float32, and the update is then kept
+    whole instead of rounded to the bf16 grid."""
+    import torch
+
+    if dtype:
+        model.to(getattr(torch, dtype))
+    merged = model.merge_and_unload()
+    merged.config.use_cache = True  # training turned the KV cache off in the config; a served model wants it
+    merged.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
 
 
 def write_batch_record(trainer, output_dir: Path) -> None:

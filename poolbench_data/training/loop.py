@@ -277,11 +277,11 @@ def servable(checkpoint: Path) -> Path:
 
         import torch
 
+        from poolbench_data.training.common import MERGED_DIR, merge_lora
+
         # fp32, as the recipes' merged/: merged into bf16 weights most of a LoRA update rounds away.
-        model = AutoPeftModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).merge_and_unload()
-        model.config.use_cache = True
-        model.save_pretrained(merged)
-        AutoTokenizer.from_pretrained(checkpoint).save_pretrained(merged)
+        model = AutoPeftModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32)
+        merge_lora(model, AutoTokenizer.from_pretrained(checkpoint), checkpoint / MERGED_DIR, "float32")
     return merged
 
 

@@ -66,32 +66,40 @@ def speed_record(trainer) -> dict[str, Any]:
     return record
 
 
-def share_prompt_prefix(model) -> None:
-    """Run the backbone once over the prefix each DPO pair's two sequences share, not twice.
+def share_prompt_prefix(model, groups: str = "pairs") -> None:
+    """Run the backbone once over the prefix a group of rows shares, not once a row.
 
-    DPO's batch is [chosen_1..chosen_n, rejected_1..rejected_n], each the same prompt (~1,450 tokens here)
-    followed by a different completion (~40-60): the prompt is ~95% of a pair's tokens. Here the backbone runs
-    over a pair's common prefix once (keeping its keys and values), then over the two continuations, batched,
-    against them: the same sums in another order, so the same log-probs and gradients (to rounding,
-    tests/test_train_speed.py) at about half the FLOPs. The prefix's keys and values are the cache, so gradient
+    `pairs` (DPO): the batch is [chosen_1..chosen_n, rejected_1..rejected_n], each the same prompt (~1,450 tokens
+    here) followed by a different completion (~40-60): the prompt is ~95% of a pair's tokens, so each pair is a
+    group. `batch` (SFT): the whole batch is a group; every PoolBench prompt opens with the same system prompt
+    (~735 tokens, ~60% of a demonstration), so a batch of 4 rows runs it once where 4 batches of 1 ran it 4 times.
+    The backbone runs over a group's common prefix once (keeping its keys and values), then over the
+    continuations, batched, against them: the same sums in another order, so the same log-probs and gradients
+    (to rounding, tests/test_train_speed.py). The prefix's keys and values are the cache, so gradient
     checkpointing (which drops the cache) must be off. Any other call (generation, a batch that is not pairs,
     explicit positions) goes to the original forward.
     """
+    if groups not in ("pairs", "batch"):
+        raise ValueError(f"groups={groups!r}: use pairs (DPO) or batch (SFT)")
     backbone = _backbone(model)
     if "unshared_forward" in backbone.__dict__:
         return
     original = backbone.forward
 
     def forward(input_ids=None, attention_mask=None, **kwargs):
-        if (input_ids is None or attention_mask is None or input_ids.size(0) % 2
+        if (input_ids is None or attention_mask is None or (groups == "pairs" and input_ids.size(0) % 2)
                 or any(kwargs.get(k) is not None for k in ("position_ids", "past_key_values", "inputs_embeds"))):
             return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         import torch
         from transformers.modeling_outputs import BaseModelOutputWithPast
 
         kwargs.pop("use_cache", None)
+        if groups == "batch":
+            return BaseModelOutputWithPast(last_hidden_state=_shared_hidden(original, input_ids, attention_mask,
+                                                                             kwargs))
         n = input_ids.size(0) // 2
-        pairs = [_pair_hidden(original, input_ids[[i, i + n]], attention_mask[[i, i + n]], kwargs) for i in range(n)]
+        pairs = [_shared_hidden(original, input_ids[[i, i + n]], attention_mask[[i, i + n]], kwargs)
+                 for i in range(n)]
         hidden = torch.cat([p[:1] for p in pairs] + [p[1:] for p in pairs])
         return BaseModelOutputWithPast(last_hidden_state=hidden)
 
@@ -119,26 +127,27 @@ def prompt_sharing_off(model):
         backbone.forward = shared
 
 
-def _pair_hidden(original, ids, mask, kwargs):
-    """Hidden states (2, L, d) of two right-padded rows: their common prefix once, then both continuations."""
+def _shared_hidden(original, ids, mask, kwargs):
+    """Hidden states (B, L, d) of B right-padded rows: their common prefix once, then every continuation."""
     import torch
 
+    rows = ids.size(0)
     lengths = mask.sum(dim=1)
     shortest = int(lengths.min())
-    right_padded = all(bool(mask[r, : int(lengths[r])].all()) for r in (0, 1))
-    same = ids[0, :shortest] == ids[1, :shortest]
+    right_padded = all(bool(mask[r, : int(lengths[r])].all()) for r in range(rows))
+    same = (ids[:, :shortest] == ids[:1, :shortest]).all(dim=0)
     prefix = shortest if bool(same.all()) else int((~same).nonzero()[0])
     prefix = min(prefix, shortest - 1)  # each continuation keeps a token: the cache is never the whole row
-    if prefix < 1 or not right_padded:
+    if rows < 2 or prefix < 1 or not right_padded:
         return original(input_ids=ids, attention_mask=mask, use_cache=False, **kwargs).last_hidden_state
     head = original(input_ids=ids[:1, :prefix], attention_mask=mask[:1, :prefix], use_cache=True, **kwargs)
     cache = head.past_key_values
-    cache.batch_repeat_interleave(2)
+    cache.batch_repeat_interleave(rows)
     tail = original(input_ids=ids[:, prefix:], attention_mask=mask, past_key_values=cache, use_cache=True, **kwargs)
-    return torch.cat([head.last_hidden_state.expand(2, -1, -1), tail.last_hidden_state], dim=1)
+    return torch.cat([head.last_hidden_state.expand(rows, -1, -1), tail.last_hidden_state], dim=1)
 
 
-def load_sharing_prompts(model_path: str, training_args, quantization_config=None):
+def load_sharing_prompts(model_path: str, training_args, quantization_config=None, groups: str = "pairs"):
     """The policy loaded here as TRL would load it (its own `create_model_from_path` and the run's
     `model_init_kwargs`), with `share_prompt_prefix` installed before TRL's set-up runs its first forward (the
     precomputed reference log-probs)."""
@@ -153,6 +162,6 @@ def load_sharing_prompts(model_path: str, training_args, quantization_config=Non
     kwargs = dict(training_args.model_init_kwargs or {})
     kwargs.setdefault("trust_remote_code", training_args.trust_remote_code)
     model = create_model_from_path(model_path, **kwargs)
-    share_prompt_prefix(model)
+    share_prompt_prefix(model, groups)
     training_args.model_init_kwargs = None  # used here; TRL would warn that it ignores them
     return model
