@@ -15,7 +15,7 @@ alone and the ratios come from one run:
     compile            torch.compile (TrainingArguments.torch_compile)
     eager              the eager attention kernel instead of SDPA
     share / noshare    each DPO pair's prompt / the prefix an SFT batch shares through the model once (share_prompt)
-    b2 / b4            2 / 4 rows a batch (default 1); seconds are per row
+    b2 / b3 / b4       2 / 3 / 4 rows a batch (default 1): --steps / N steps, so every setting trains on the same rows
 
 Each setting runs the real script (training/sft.py, training/dpo.py) in its
 own process on real PoolBench rows (prompts of ~1,450 tokens), one batch (of
@@ -53,7 +53,7 @@ FLAGS = {
     "compile": ["--torch_compile", "true"],
     "eager": ["--attn_implementation", "eager"],
     "share": ["--share_prompt", "true"], "noshare": ["--share_prompt", "false"],
-    "b2": ["--per_device_train_batch_size", "2"], "b4": ["--per_device_train_batch_size", "4"],
+    **{f"b{n}": ["--per_device_train_batch_size", str(n)] for n in (2, 3, 4)},
 }
 
 
@@ -105,8 +105,16 @@ def setting_args(setting: str) -> tuple[str, list[str]]:
     return kind, [a for f in flags for a in FLAGS[f]]
 
 
-def run_setting(setting: str, data: Path, steps: int, work: Path) -> dict:
+def batch_size(flag_args: list[str]) -> int:
+    """Rows a step: the last --per_device_train_batch_size a setting's flags give, else 1."""
+    sizes = [int(flag_args[i + 1]) for i, a in enumerate(flag_args) if a == "--per_device_train_batch_size"]
+    return sizes[-1] if sizes else 1
+
+
+def run_setting(setting: str, data: Path, rows: int, work: Path) -> dict:
     kind, flag_args = setting_args(setting)
+    batch = batch_size(flag_args)
+    steps = rows // batch
     out = work / setting.replace(":", "-")
     cmd = [sys.executable, f"training/{kind}.py", "--config", RECIPES[kind], "--dataset_name", str(data),
            "--output_dir", str(out), "--max_steps", str(steps), "--per_device_train_batch_size", "1",
@@ -119,12 +127,11 @@ def run_setting(setting: str, data: Path, steps: int, work: Path) -> dict:
     if status != 0:
         raise RuntimeError(f"{setting} failed (status {status}); see {work / out.name}.log")
     metrics = json.loads((out / "train_results.json").read_text())
-    batch = int([cmd[i + 1] for i, a in enumerate(cmd) if a == "--per_device_train_batch_size"][-1])  # last wins
-    seconds = metrics["train_runtime"] / (steps * batch)
+    seconds = metrics["train_runtime"] / rows
     if kind == "dpo":
         seconds += metrics["trainer_setup_seconds"] / metrics["train_pairs"]
     return {"setting": setting, "s_per_example": seconds, "peak_rss_gb": usage.ru_maxrss / 2**20,
-            "wall_s": time.perf_counter() - started, "steps": steps, "batch": batch,
+            "wall_s": time.perf_counter() - started, "rows": rows, "steps": steps, "batch": batch,
             **{k: metrics.get(k) for k in ("train_dtype", "train_bf16_autocast", "compact_lm_head",
                                             "cpu_native_bf16", "precompute_ref_log_probs")}}
 
@@ -173,7 +180,7 @@ def floor_seconds(tokens: int = 1514, completion: int = 64, repeats: int = 5) ->
 
 
 def print_rows(rows: list[dict], steps: int, capability: str, native_bf16: bool) -> None:
-    print(f"\nTraining cost, {steps} steps per setting, SmolLM2-135M-Instruct, "
+    print(f"\nTraining cost, {steps} rows per setting, SmolLM2-135M-Instruct, "
           f"{os.cpu_count()} cores, {capability}, native bf16: {native_bf16}")
     print("speed-up: the first row of the same kind in this run over this row")
     print(f"{'setting':28} {'s/example':>10} {'speed-up':>8} {'peak RSS GB':>12} {'wall s':>8}  computed as")
@@ -190,7 +197,8 @@ def print_rows(rows: list[dict], steps: int, capability: str, native_bf16: bool)
 
 def main(argv=None) -> list[dict]:
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=4, help="optimizer steps per setting (one batch each)")
+    p.add_argument("--steps", type=int, default=4,
+                   help="rows each setting trains on: optimizer steps at batch 1 (a bN setting runs steps/N of N)")
     p.add_argument("--settings", default=DEFAULT_SETTINGS,
                    help="comma list of sft|dpo[:flag...] (flags in the module doc); default: the recipes as shipped")
     p.add_argument("--boards", type=int, default=8, help="training boards in the benchmark's dataset")
@@ -199,8 +207,10 @@ def main(argv=None) -> list[dict]:
                    help="also print the arithmetic floor of a demonstration (FLOPs over measured GEMM throughput)")
     args = p.parse_args(argv)
     settings = [s for s in args.settings.split(",") if s]
-    for s in settings:
-        setting_args(s)  # every mistake before minutes of work
+    for s in settings:  # every mistake before minutes of work
+        if args.steps % batch_size(setting_args(s)[1]):
+            usage_error(f"--steps {args.steps}: {s!r} trains {batch_size(setting_args(s)[1])} rows a step. Fix: pass "
+                        "a --steps that every setting's batch divides.")
     if args.json is not None and not args.json.parent.is_dir():
         usage_error(f"--json: folder {args.json.parent} does not exist. Fix: create it or pick another path.")
     from poolbench_data.llm.model import cpu_has_native_bf16
