@@ -254,8 +254,8 @@ def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_mo
 
 def test_an_sft_batch_runs_its_common_prefix_once_with_the_same_loss_and_gradients(tiny_model):
     """SFT's layout: B rows, the same system prompt then different boards and answers, right-padded. Shared
-    (groups="batch"): the backbone sees the prefix once and the B tails once; the loss and gradients do not move,
-    and they equal B batches of one row each (the recipe's batch 1 with gradient accumulation)."""
+    (groups="batch"): the backbone sees the prefix once, then each row's continuation (unpadded); the loss and
+    gradients do not move, and equal B batches of one row each (batch 1 with gradient accumulation)."""
     from transformers import AutoModelForCausalLM
     from trl.trainer import utils as trl_utils
 
@@ -290,7 +290,7 @@ def test_an_sft_batch_runs_its_common_prefix_once_with_the_same_loss_and_gradien
     seen = count_backbone_calls(model)
     speed.share_prompt_prefix(model, groups="batch")
     shared, shared_grads = run([[0, 1, 2]])
-    assert seen[:2] == [(1, 60), (3, width - 60)]
+    assert seen == [(1, 60), (1, 30), (1, 17), (1, 41)]  # the prefix, then each row's own continuation
     torch.testing.assert_close(shared, one_by_one, **LOSS_TOL)
     for name, grad in shared_grads.items():
         torch.testing.assert_close(grad, one_grads[name], **GRAD_TOL, msg=name)

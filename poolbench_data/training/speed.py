@@ -96,7 +96,7 @@ def share_prompt_prefix(model, groups: str = "pairs") -> None:
         kwargs.pop("use_cache", None)
         if groups == "batch":
             return BaseModelOutputWithPast(last_hidden_state=_shared_hidden(original, input_ids, attention_mask,
-                                                                             kwargs))
+                                                                             kwargs, apart=True))
         n = input_ids.size(0) // 2
         pairs = [_shared_hidden(original, input_ids[[i, i + n]], attention_mask[[i, i + n]], kwargs)
                  for i in range(n)]
@@ -127,24 +127,51 @@ def prompt_sharing_off(model):
         backbone.forward = shared
 
 
-def _shared_hidden(original, ids, mask, kwargs):
-    """Hidden states (B, L, d) of B right-padded rows: their common prefix once, then every continuation."""
+def _shared_hidden(original, ids, mask, kwargs, apart: bool = False):
+    """Hidden states (B, L, d) of B right-padded rows: their common prefix once, then every continuation; all
+    continuations in one padded call, or `apart`, one call a row against the same prefix (no padding: SFT's
+    continuations differ by hundreds of tokens, and padding them to the longest cost 1.1 GB of activations at a
+    batch of 4, measured)."""
     import torch
 
     rows = ids.size(0)
-    lengths = mask.sum(dim=1)
-    shortest = int(lengths.min())
-    right_padded = all(bool(mask[r, : int(lengths[r])].all()) for r in range(rows))
+    lengths = [int(n) for n in mask.sum(dim=1)]
+    shortest = min(lengths)
+    right_padded = all(bool(mask[r, : lengths[r]].all()) for r in range(rows))
     same = (ids[:, :shortest] == ids[:1, :shortest]).all(dim=0)
     prefix = shortest if bool(same.all()) else int((~same).nonzero()[0])
     prefix = min(prefix, shortest - 1)  # each continuation keeps a token: the cache is never the whole row
     if rows < 2 or prefix < 1 or not right_padded:
         return original(input_ids=ids, attention_mask=mask, use_cache=False, **kwargs).last_hidden_state
     head = original(input_ids=ids[:1, :prefix], attention_mask=mask[:1, :prefix], use_cache=True, **kwargs)
-    cache = head.past_key_values
-    cache.batch_repeat_interleave(rows)
-    tail = original(input_ids=ids[:, prefix:], attention_mask=mask, past_key_values=cache, use_cache=True, **kwargs)
-    return torch.cat([head.last_hidden_state.expand(rows, -1, -1), tail.last_hidden_state], dim=1)
+    if apart:
+        tails = []
+        for r in range(rows):
+            own = _tail(original, ids[r : r + 1, prefix : lengths[r]], mask[r : r + 1, : lengths[r]],
+                        _cache_of(head.past_key_values), kwargs)
+            tails.append(torch.nn.functional.pad(own, (0, 0, 0, ids.size(1) - lengths[r])))  # zeros where padded
+        tail = torch.cat(tails)
+    else:
+        cache = head.past_key_values
+        cache.batch_repeat_interleave(rows)
+        tail = _tail(original, ids[:, prefix:], mask, cache, kwargs)
+    return torch.cat([head.last_hidden_state.expand(rows, -1, -1), tail], dim=1)
+
+
+def _tail(original, ids, mask, cache, kwargs):
+    out = original(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True, **kwargs)
+    return out.last_hidden_state
+
+
+def _cache_of(prefix_cache):
+    """A cache holding the prefix's keys and values themselves (no copy; autograd reaches the prefix through them):
+    each continuation extends its own."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    for i, layer in enumerate(prefix_cache.layers):
+        cache.update(layer.keys, layer.values, i)
+    return cache
 
 
 def load_sharing_prompts(model_path: str, training_args, quantization_config=None, groups: str = "pairs"):
