@@ -15,11 +15,12 @@ alone and the ratios come from one run:
     compile            torch.compile (TrainingArguments.torch_compile)
     eager              the eager attention kernel instead of SDPA
     share / noshare    each DPO pair's prompt / the prefix an SFT batch shares through the model once (share_prompt)
-    b2 / b3 / b4       2 / 3 / 4 rows a batch (default 1): --steps / N steps, so every setting trains on the same rows
+    b1 / b2 / b3 / b4  1 / 2 / 3 / 4 rows a batch (default: the recipe's per_device_train_batch_size): --steps / N
+                       steps of N rows, so every setting trains on the same rows
 
 Each setting runs the real script (training/sft.py, training/dpo.py) in its
-own process on real PoolBench rows (prompts of ~1,450 tokens), one batch (of
-1 row unless b2/b4) per optimizer step, so its peak RSS is its own. Seconds per example come
+own process on real PoolBench rows (prompts of ~1,450 tokens), one batch (the
+recipe's, or bN's) per optimizer step, so its peak RSS is its own. Seconds per example come
 from the trainer's own train_runtime (model loading excluded); for DPO the
 trainer's set-up time over its pairs is added, since precomputed reference
 log-probs are computed there (model loading included: a slight overcharge).
@@ -53,7 +54,7 @@ FLAGS = {
     "compile": ["--torch_compile", "true"],
     "eager": ["--attn_implementation", "eager"],
     "share": ["--share_prompt", "true"], "noshare": ["--share_prompt", "false"],
-    **{f"b{n}": ["--per_device_train_batch_size", str(n)] for n in (2, 3, 4)},
+    **{f"b{n}": ["--per_device_train_batch_size", str(n)] for n in (1, 2, 3, 4)},
 }
 
 
@@ -105,19 +106,23 @@ def setting_args(setting: str) -> tuple[str, list[str]]:
     return kind, [a for f in flags for a in FLAGS[f]]
 
 
-def batch_size(flag_args: list[str]) -> int:
-    """Rows a step: the last --per_device_train_batch_size a setting's flags give, else 1."""
+def batch_size(kind: str, flag_args: list[str]) -> int:
+    """Rows a step: the last --per_device_train_batch_size a setting's flags give, else the recipe's."""
     sizes = [int(flag_args[i + 1]) for i, a in enumerate(flag_args) if a == "--per_device_train_batch_size"]
-    return sizes[-1] if sizes else 1
+    if sizes:
+        return sizes[-1]
+    import yaml
+
+    return int(yaml.safe_load((ROOT / RECIPES[kind]).read_text()).get("per_device_train_batch_size", 1))
 
 
 def run_setting(setting: str, data: Path, rows: int, work: Path) -> dict:
     kind, flag_args = setting_args(setting)
-    batch = batch_size(flag_args)
+    batch = batch_size(kind, flag_args)
     steps = rows // batch
     out = work / setting.replace(":", "-")
     cmd = [sys.executable, f"training/{kind}.py", "--config", RECIPES[kind], "--dataset_name", str(data),
-           "--output_dir", str(out), "--max_steps", str(steps), "--per_device_train_batch_size", "1",
+           "--output_dir", str(out), "--max_steps", str(steps), "--per_device_train_batch_size", str(batch),
            "--gradient_accumulation_steps", "1", "--save_strategy", "no", "--logging_steps", "1",
            "--save_merged", "false", *flag_args]
     started = time.perf_counter()
@@ -198,7 +203,7 @@ def print_rows(rows: list[dict], steps: int, capability: str, native_bf16: bool)
 def main(argv=None) -> list[dict]:
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=4,
-                   help="rows each setting trains on: optimizer steps at batch 1 (a bN setting runs steps/N of N)")
+                   help="rows each setting trains on: steps of its batch's rows (a batch of N runs steps/N steps)")
     p.add_argument("--settings", default=DEFAULT_SETTINGS,
                    help="comma list of sft|dpo[:flag...] (flags in the module doc); default: the recipes as shipped")
     p.add_argument("--boards", type=int, default=8, help="training boards in the benchmark's dataset")
@@ -208,9 +213,10 @@ def main(argv=None) -> list[dict]:
     args = p.parse_args(argv)
     settings = [s for s in args.settings.split(",") if s]
     for s in settings:  # every mistake before minutes of work
-        if args.steps % batch_size(setting_args(s)[1]):
-            usage_error(f"--steps {args.steps}: {s!r} trains {batch_size(setting_args(s)[1])} rows a step. Fix: pass "
-                        "a --steps that every setting's batch divides.")
+        batch = batch_size(*setting_args(s))
+        if args.steps % batch:
+            usage_error(f"--steps {args.steps}: {s!r} trains {batch} rows a step. Fix: pass a --steps that every "
+                        "setting's batch divides.")
     if args.json is not None and not args.json.parent.is_dir():
         usage_error(f"--json: folder {args.json.parent} does not exist. Fix: create it or pick another path.")
     from poolbench_data.llm.model import cpu_has_native_bf16
