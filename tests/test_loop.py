@@ -191,6 +191,30 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
     assert held_out.baselines == loop.TOOL_BASELINES and held_out.model_args == "dtype=float32,enforce_eager=True"
 
 
+def test_the_sft_stage_counts_examples_as_batch_times_accumulation(tmp_path):
+    """--sft_examples and --sft_eval_every are demonstrations; the trainer counts optimizer steps of
+    per_device_train_batch_size x gradient_accumulation_steps rows (the recipe's, or --extra_sft_args')."""
+    loop = _loop()
+
+    def sft_command(**arguments):
+        runner = loop.Loop(loop.LoopArguments(work_dir=str(tmp_path), sft_examples=120, sft_eval_every=40, **arguments))
+        ran = []
+        runner.run = ran.append
+        runner.stage = "sft"
+        runner.sft()
+        (cmd,) = ran
+        return int(cmd[cmd.index("--max_steps") + 1]), int(cmd[cmd.index("--save_steps") + 1])
+
+    import yaml
+
+    recipe = yaml.safe_load((REPO / "training/recipes/sft-smollm2-135m-cpu.yaml").read_text())
+    per_step = recipe["per_device_train_batch_size"] * recipe["gradient_accumulation_steps"]
+    assert per_step == 4 and sft_command() == (120 // per_step, 40 // per_step)
+    assert sft_command(extra_sft_args="--per_device_train_batch_size 2") == (120 // (2 * recipe[
+        "gradient_accumulation_steps"]), 40 // (2 * recipe["gradient_accumulation_steps"]))
+    assert sft_command(extra_sft_args="--per_device_train_batch_size 1 --gradient_accumulation_steps 8") == (15, 5)
+
+
 def test_examples_are_steps_times_the_batch_record_beside_the_checkpoints(tmp_path):
     from poolbench_data.report.pilot import BATCH_RECORD, examples_seen
 

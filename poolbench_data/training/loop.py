@@ -154,12 +154,13 @@ class Loop:
     def sft(self):
         if (self.sft_dir / "merged").exists():
             return
-        # One example per micro-batch: examples and optimizer steps convert by the accumulation.
-        accumulation = int(_override(self.a.extra_sft_args, "gradient_accumulation_steps")
-                           or _recipe_value(self.root / self.sft_recipe, "gradient_accumulation_steps", 1))
-        extra = ["--max_steps", str(max(1, self.a.sft_examples // accumulation))] if self.a.sft_examples else []
+        # Examples and optimizer steps convert by the rows a step (batch x accumulation, on one process).
+        per_step = 1
+        for key in ("per_device_train_batch_size", "gradient_accumulation_steps"):
+            per_step *= int(_override(self.a.extra_sft_args, key) or _recipe_value(self.root / self.sft_recipe, key, 1))
+        extra = ["--max_steps", str(max(1, self.a.sft_examples // per_step))] if self.a.sft_examples else []
         if self.a.sft_eval_every:
-            extra += ["--save_strategy", "steps", "--save_steps", str(max(1, self.a.sft_eval_every // accumulation)),
+            extra += ["--save_strategy", "steps", "--save_steps", str(max(1, self.a.sft_eval_every // per_step)),
                       "--save_total_limit", "100"]
         self.run([self.py, "training/sft.py", "--config", self.sft_recipe, "--dataset_name", str(self.data),
                   "--output_dir", str(self.sft_dir), "--num_train_epochs", str(self.a.sft_epochs), *extra,
