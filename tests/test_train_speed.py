@@ -118,6 +118,48 @@ def test_sft_script_loss_equals_the_model_own_loss(tiny_model, tmp_path):
 
 
 @pytest.mark.slow
+def test_an_sft_step_runs_the_prefix_once_then_each_row_apart_with_the_batch_loss_and_gradients(tiny_model, tmp_path):
+    """training/sft.py with share_prompt (the CPU recipe's): a training step runs the batch's common prefix once,
+    then each row's continuation alone against it (one row's activations alive at a time); its loss and every
+    gradient equal TRL's own step on the batch run whole."""
+    folder = test_sft.write_sft_folder(tmp_path / "poolbench", test_sft.make_sft_rows(4))
+    argv = test_sft.tiny_args(tiny_model, folder, tmp_path / "out", use_peft="false", per_device_train_batch_size=3,
+                              **FP32)
+    trainer, _, _ = test_sft.sft.make_trainer(*test_sft.parse(argv))
+    model = trainer.model
+    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(3)])
+    items = (batch["labels"][:, 1:] != -100).sum()
+    lengths = batch["attention_mask"].sum(dim=1).tolist()
+    seen = []
+    layer = model.model.layers[0]
+    layer_forward = layer.forward
+
+    def counting(*args, **kwargs):
+        seen.append(tuple((args[0] if args else kwargs["hidden_states"]).shape[:2]))
+        return layer_forward(*args, **kwargs)
+
+    layer.forward = counting
+
+    def step(train_step):
+        model.zero_grad()
+        loss = train_step(model, dict(batch), items)
+        return loss, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    shared, shared_grads = step(trainer.training_step)
+    prefix = seen[0][1]
+    assert 0 < prefix < min(lengths) and seen == [(1, prefix)] + [(1, n - prefix) for n in lengths]
+    assert "prefix_state" not in model.model.__dict__
+    seen.clear()
+    with speed.prompt_sharing_off(model):
+        whole, whole_grads = step(trainer.training_step.unshared)
+    assert seen == [(3, max(lengths))]  # TRL's step, the batch run whole
+    torch.testing.assert_close(shared, whole, **LOSS_TOL)
+    assert shared_grads.keys() == whole_grads.keys() and len(whole_grads) == len(list(model.parameters()))
+    for name, grad in shared_grads.items():
+        torch.testing.assert_close(grad, whole_grads[name], **GRAD_TOL, msg=name)
+
+
+@pytest.mark.slow
 def test_dpo_chosen_and_rejected_logps_equal_the_reference(tiny_model, tmp_path):
     """training/dpo.py with the CPU recipe and reference log-probs precomputed: the precomputed columns and the
     trainer's own log-probs (each pair's prompt run once, share_prompt) equal the full-logits reference, each

@@ -53,6 +53,7 @@ from trl import SFTConfig, TrlParser
 
 from poolbench_data.prefs.check import column_names
 from poolbench_data.prefs.check_sft import SFT_COLUMNS, TOOL_COLUMNS, check_sft_rows, is_tool_dataset
+from poolbench_data.training.speed import train_rows_apart
 from poolbench_data.training.templates import check_tool_template
 from poolbench_data.training.lengths import LengthReport, enforce_max_length, measure_lengths
 from poolbench_data.training.common import (
@@ -165,6 +166,8 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
         processing_class=tokenizer,
         **extra,
     )
+    if script_args.share_prompt:
+        train_rows_apart(trainer)  # the batch's prefix once, one row's activations at a time
     if len(trainer.train_dataset) != report.kept:
         # measure_lengths disagrees with TRL's own preparation: a TRL change to look at.
         logger.warning(

@@ -94,6 +94,11 @@ def share_prompt_prefix(model, groups: str = "pairs") -> None:
         from transformers.modeling_outputs import BaseModelOutputWithPast
 
         kwargs.pop("use_cache", None)
+        state = backbone.__dict__.get("prefix_state")
+        if state is not None:  # one row of train_rows_apart's batch: its continuation against the kept prefix
+            prefix, pairs, head = state
+            tail = _tail(original, input_ids[:, prefix:], attention_mask, _cache_of(pairs), kwargs)
+            return BaseModelOutputWithPast(last_hidden_state=torch.cat([head, tail], dim=1))
         if groups == "batch":
             return BaseModelOutputWithPast(last_hidden_state=_shared_hidden(original, input_ids, attention_mask,
                                                                              kwargs, apart=True))
@@ -135,20 +140,16 @@ def _shared_hidden(original, ids, mask, kwargs, apart: bool = False):
     import torch
 
     rows = ids.size(0)
-    lengths = [int(n) for n in mask.sum(dim=1)]
-    shortest = min(lengths)
-    right_padded = all(bool(mask[r, : lengths[r]].all()) for r in range(rows))
-    same = (ids[:, :shortest] == ids[:1, :shortest]).all(dim=0)
-    prefix = shortest if bool(same.all()) else int((~same).nonzero()[0])
-    prefix = min(prefix, shortest - 1)  # each continuation keeps a token: the cache is never the whole row
-    if rows < 2 or prefix < 1 or not right_padded:
+    prefix = _common_prefix(ids, mask)
+    if prefix is None:
         return original(input_ids=ids, attention_mask=mask, use_cache=False, **kwargs).last_hidden_state
+    lengths = [int(n) for n in mask.sum(dim=1)]
     head = original(input_ids=ids[:1, :prefix], attention_mask=mask[:1, :prefix], use_cache=True, **kwargs)
     if apart:
         tails = []
         for r in range(rows):
             own = _tail(original, ids[r : r + 1, prefix : lengths[r]], mask[r : r + 1, : lengths[r]],
-                        _cache_of(head.past_key_values), kwargs)
+                        _cache_of(_pairs(head.past_key_values)), kwargs)
             tails.append(torch.nn.functional.pad(own, (0, 0, 0, ids.size(1) - lengths[r])))  # zeros where padded
         tail = torch.cat(tails)
     else:
@@ -163,15 +164,75 @@ def _tail(original, ids, mask, cache, kwargs):
     return out.last_hidden_state
 
 
-def _cache_of(prefix_cache):
+def _common_prefix(ids, mask) -> int | None:
+    """Tokens every row of a right-padded batch opens with, each row keeping at least one of its own; None where
+    there is nothing to share (one row, no common token, left padding)."""
+    rows = ids.size(0)
+    lengths = [int(n) for n in mask.sum(dim=1)]
+    shortest = min(lengths)
+    right_padded = all(bool(mask[r, : lengths[r]].all()) for r in range(rows))
+    same = (ids[:, :shortest] == ids[:1, :shortest]).all(dim=0)
+    prefix = shortest if bool(same.all()) else int((~same).nonzero()[0])
+    prefix = min(prefix, shortest - 1)  # each continuation keeps a token: the cache is never the whole row
+    return prefix if rows >= 2 and prefix >= 1 and right_padded else None
+
+
+def _pairs(prefix_cache) -> list[tuple[Any, Any]]:
+    return [(layer.keys, layer.values) for layer in prefix_cache.layers]
+
+
+def _cache_of(pairs):
     """A cache holding the prefix's keys and values themselves (no copy; autograd reaches the prefix through them):
     each continuation extends its own."""
     from transformers import DynamicCache
 
     cache = DynamicCache()
-    for i, layer in enumerate(prefix_cache.layers):
-        cache.update(layer.keys, layer.values, i)
+    for i, (keys, values) in enumerate(pairs):
+        cache.update(keys, values, i)
     return cache
+
+
+def train_rows_apart(trainer) -> None:
+    """SFT's shared prefix with one row's activations alive at a time: a training step runs the batch's common
+    prefix once, keeps its keys and values as detached leaves, then gives each row (unpadded) to the trainer's own
+    step (TRL's loss over the batch's `num_items_in_batch` tokens, its backward), which runs only the row's
+    continuation against those leaves; the leaves' summed gradients then go back through the prefix once. The same
+    loss and gradients as the batch run whole (tests/test_train_speed.py), at about one row's activation memory
+    instead of the batch's (docs/benchmarks.md). Needs share_prompt_prefix(model, groups="batch") installed. A
+    batch with nothing to share, or with a labelled token inside the prefix, takes the trainer's own step."""
+    import torch
+
+    step = trainer.training_step  # bound: TRL's, inside its activation-offload context
+
+    def training_step(model, inputs, num_items_in_batch=None):
+        ids, mask, labels = inputs.get("input_ids"), inputs.get("attention_mask"), inputs.get("labels")
+        prefix = None if ids is None or mask is None or labels is None else _common_prefix(ids, mask)
+        if prefix is None or bool((labels[:, 1 : prefix + 1] != -100).any()):
+            return step(model, inputs, num_items_in_batch)
+        if num_items_in_batch is None:  # each row's loss must be over the batch's tokens, as the batch's would be
+            num_items_in_batch = (labels[:, 1:] != -100).sum()
+        backbone = _backbone(model)
+        model.train()
+        with trainer.compute_loss_context_manager():
+            head = backbone.unshared_forward(input_ids=ids[:1, :prefix], attention_mask=mask[:1, :prefix],
+                                             use_cache=True)
+        kept = _pairs(head.past_key_values)
+        leaves = [(k.detach().requires_grad_(), v.detach().requires_grad_()) for k, v in kept]
+        backbone.prefix_state = (prefix, leaves, head.last_hidden_state.detach())
+        total = None
+        try:
+            for r, n in enumerate(int(n) for n in mask.sum(dim=1)):
+                row = {k: v[r : r + 1, :n] if torch.is_tensor(v) and v.shape[:2] == ids.shape else v
+                       for k, v in inputs.items()}
+                loss = step(model, row, num_items_in_batch)
+                total = loss if total is None else total + loss
+        finally:
+            del backbone.prefix_state
+        torch.autograd.backward([t for pair in kept for t in pair], [t.grad for pair in leaves for t in pair])
+        return total
+
+    training_step.unshared = step
+    trainer.training_step = training_step
 
 
 def load_sharing_prompts(model_path: str, training_args, quantization_config=None, groups: str = "pairs"):
