@@ -93,9 +93,10 @@ class SFTScriptArguments(TrainScriptArguments):
     )
     share_prompt: bool = field(
         default=False, metadata={"help": "Run the prefix a batch's rows share (the system prompt) through the model "
-                                 "once, not once a row (same numbers; a batch of 4 shares it 4 ways: "
-                                 "poolbench_data.training.speed.share_prompt_prefix). Needs gradient_checkpointing "
-                                 "false; pays off with per_device_train_batch_size > 1."}
+                                 "once, not once a row, then each row's continuation and backward alone against it "
+                                 "(same numbers; a batch of 4 shares it 4 ways at about one row's activation memory: "
+                                 "poolbench_data.training.speed.share_prompt_prefix, train_rows_apart). Needs "
+                                 "gradient_checkpointing false; pays off with per_device_train_batch_size > 1."}
     )
 
     def __post_init__(self):
