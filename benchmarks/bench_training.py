@@ -15,7 +15,7 @@ alone and the ratios come from one run:
     compile            torch.compile (TrainingArguments.torch_compile)
     eager              the eager attention kernel instead of SDPA
     share / noshare    each DPO pair's prompt / the prefix an SFT batch shares through the model once (share_prompt)
-    b1 / b2 / b3 / b4  1 / 2 / 3 / 4 rows a batch (default: the recipe's per_device_train_batch_size): --steps / N
+    b1 ... b4, b8      1 ... 4 or 8 rows a batch (default: the recipe's per_device_train_batch_size): --steps / N
                        steps of N rows, so every setting trains on the same rows
 
 Each setting runs the real script (training/sft.py, training/dpo.py) in its
@@ -54,7 +54,7 @@ FLAGS = {
     "compile": ["--torch_compile", "true"],
     "eager": ["--attn_implementation", "eager"],
     "share": ["--share_prompt", "true"], "noshare": ["--share_prompt", "false"],
-    **{f"b{n}": ["--per_device_train_batch_size", str(n)] for n in (1, 2, 3, 4)},
+    **{f"b{n}": ["--per_device_train_batch_size", str(n)] for n in (1, 2, 3, 4, 8)},
 }
 
 
