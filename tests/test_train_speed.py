@@ -130,15 +130,7 @@ def test_an_sft_step_runs_the_prefix_once_then_each_row_apart_with_the_batch_los
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(3)])
     items = (batch["labels"][:, 1:] != -100).sum()
     lengths = batch["attention_mask"].sum(dim=1).tolist()
-    seen = []
-    layer = model.model.layers[0]
-    layer_forward = layer.forward
-
-    def counting(*args, **kwargs):
-        seen.append(tuple((args[0] if args else kwargs["hidden_states"]).shape[:2]))
-        return layer_forward(*args, **kwargs)
-
-    layer.forward = counting
+    seen = count_calls(model.model.layers[0], "hidden_states")
 
     def step(train_step):
         model.zero_grad()
@@ -198,17 +190,34 @@ def test_dpo_chosen_and_rejected_logps_equal_the_reference(tiny_model, tmp_path)
     torch.testing.assert_close(step_rejected, ref_rejected, **LOSS_TOL)
 
 
-def count_backbone_calls(model) -> list[tuple[int, int]]:
-    """The (rows, length) of each call of the model's backbone from now on, the forward still its own."""
+def count_calls(module, first: str) -> list[tuple[int, int]]:
+    """The (rows, length) of the input `first` of each call of `module` from now on, its forward still its own."""
     seen = []
-    backbone_forward = model.model.forward
+    own = module.forward
 
-    def counting(input_ids=None, **kwargs):
-        seen.append(tuple(input_ids.shape))
-        return backbone_forward(input_ids=input_ids, **kwargs)
+    def counting(*args, **kwargs):
+        seen.append(tuple((args[0] if args else kwargs[first]).shape[:2]))
+        return own(*args, **kwargs)
 
-    model.model.forward = counting
+    module.forward = counting
     return seen
+
+
+def count_backbone_calls(model) -> list[tuple[int, int]]:
+    return count_calls(model.model, "input_ids")
+
+
+def right_padded(rows: list, answer_starts: list[int]):
+    """input_ids, attention_mask and labels of rows of different lengths, right-padded; each row labelled from its
+    answer's start."""
+    width = max(len(r) for r in rows)
+    input_ids = torch.zeros(len(rows), width, dtype=torch.long)
+    attention_mask = torch.zeros_like(input_ids)
+    labels = torch.full_like(input_ids, -100)
+    for k, (r, start) in enumerate(zip(rows, answer_starts)):
+        input_ids[k, : len(r)], attention_mask[k, : len(r)] = r, 1
+        labels[k, start : len(r)] = r[start:]
+    return input_ids, attention_mask, labels
 
 
 def adapter_off(model):
@@ -259,13 +268,7 @@ def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_mo
     completions[1][1][:2] = completions[1][0][:2]  # a completion that starts like the other: shared further
     rows = [torch.cat([prompts[i], completions[i][side]]) for side in (0, 1) for i in (0, 1)]
     width = max(len(r) for r in rows)
-    input_ids = torch.zeros(4, width, dtype=torch.long)
-    attention_mask = torch.zeros_like(input_ids)
-    labels = torch.full_like(input_ids, -100)
-    for k, r in enumerate(rows):
-        input_ids[k, : len(r)], attention_mask[k, : len(r)] = r, 1
-        start = len(prompts[k % 2])
-        labels[k, start : len(r)] = r[start:]
+    input_ids, attention_mask, labels = right_padded(rows, [len(prompts[k % 2]) for k in range(4)])
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
     trl_utils.add_fused_lm_head(model)
@@ -306,12 +309,7 @@ def test_an_sft_batch_runs_its_common_prefix_once_with_the_same_loss_and_gradien
     rows = [torch.cat([system, torch.randint(10, 1000, (k,))]) for k in (30, 17, 41)]
     rows[2][60:63] = rows[0][60:63]  # two rows that go on alike do not lengthen the prefix all three share
     width = max(len(r) for r in rows)
-    input_ids = torch.zeros(3, width, dtype=torch.long)
-    attention_mask = torch.zeros_like(input_ids)
-    labels = torch.full_like(input_ids, -100)
-    for k, r in enumerate(rows):
-        input_ids[k, : len(r)], attention_mask[k, : len(r)] = r, 1
-        labels[k, len(r) - 8 : len(r)] = r[-8:]  # the answer
+    input_ids, attention_mask, labels = right_padded(rows, [len(r) - 8 for r in rows])  # the answer: 8 tokens
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
     trl_utils.add_fused_lm_head(model)

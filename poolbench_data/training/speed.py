@@ -146,10 +146,10 @@ def _shared_hidden(original, ids, mask, kwargs, apart: bool = False):
     lengths = [int(n) for n in mask.sum(dim=1)]
     head = original(input_ids=ids[:1, :prefix], attention_mask=mask[:1, :prefix], use_cache=True, **kwargs)
     if apart:
-        tails = []
+        kept, tails = _pairs(head.past_key_values), []
         for r in range(rows):
             own = _tail(original, ids[r : r + 1, prefix : lengths[r]], mask[r : r + 1, : lengths[r]],
-                        _cache_of(_pairs(head.past_key_values)), kwargs)
+                        _cache_of(kept), kwargs)
             tails.append(torch.nn.functional.pad(own, (0, 0, 0, ids.size(1) - lengths[r])))  # zeros where padded
         tail = torch.cat(tails)
     else:
