@@ -337,13 +337,17 @@ def test_a_dataset_name_that_is_no_folder_here_is_never_read_from_a_cache(pairs_
     assert resolve_dataset("poolbench") == str(tmp_path / "poolbench")
 
 
-def test_embedded_model_error_is_clear_when_module_missing(monkeypatch):
+def test_training_checks_its_model_with_the_evaluators_check(tmp_path):
+    """One model check (llm.model.resolve_model) for training and evaluation, naming training's field."""
     from poolbench_data.training.common import resolve_model_path
 
-    monkeypatch.setitem(sys.modules, "poolbench_data.llm.model", None)  # import raises ImportError
-    with pytest.raises(RuntimeError, match="default_model_dir.*pass a local model folder"):
-        resolve_model_path("embedded")
-    assert resolve_model_path("/some/folder") == "/some/folder"
+    with pytest.raises(ValueError, match="model_name_or_path is not set"):
+        resolve_model_path("")
+    (tmp_path / "empty").mkdir()
+    for path, error in ((tmp_path / "empty", "is a folder but has no config.json"), ("./none", "does not exist"),
+                        ("no-org/no-model", "local cache")):
+        with pytest.raises(FileNotFoundError, match=f"^model_name_or_path='{re.escape(str(path))}'.*{error}"):
+            resolve_model_path(str(path))
 
 
 # --- training, saving, resuming ---------------------------------------------------

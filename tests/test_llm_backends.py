@@ -94,11 +94,29 @@ def test_default_model_is_converted_once(model_dir: Path) -> None:
     assert json.loads((model_dir / PROVENANCE_FILE).read_text())["source_sha256"] == info["source_sha256"]
 
 
-def test_resolve_model(tmp_path: Path, model_dir: Path) -> None:
+def fake_hub_cache(cache: Path, repo_id: str) -> None:
+    """A Hub model in huggingface_hub's cache layout: refs/main naming a snapshot that holds config.json."""
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    (repo / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
+
+
+def test_resolve_model(tmp_path: Path, model_dir: Path, monkeypatch) -> None:
+    from huggingface_hub import constants
+
     assert resolve_model(str(model_dir)) == str(model_dir.resolve())
     assert resolve_model(model_dir) == str(model_dir.resolve())
-    for hub_id in ("HuggingFaceTB/SmolLM2-135M-Instruct", "gpt2"):
-        assert resolve_model(hub_id) == hub_id
+    assert resolve_model("embedded") == resolve_model(None) == str(model_dir)
+    # Offline (conftest sets HF_HUB_OFFLINE): a Hub id must be in the local cache, else it fails now, not in vLLM.
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    fake_hub_cache(tmp_path / "hub", "HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    with pytest.raises(FileNotFoundError, match=r"model='gpt2' does not exist .*local cache"):
+        resolve_model("gpt2")
+    with pytest.raises(FileNotFoundError, match=r"^--model='gpt2'"):  # the caller's field names the mistake
+        resolve_model("gpt2", field="--model")
     for missing in (str(tmp_path / "nope"), "./models/nope", "../nope", "~/nope-model", "a/b/c", tmp_path / "x"):
         with pytest.raises(FileNotFoundError, match="does not exist") as err:
             resolve_model(missing)

@@ -150,6 +150,9 @@ def test_a_missing_recipe_or_model_is_found_before_the_first_stage(tmp_path, cap
                         (["--track", "tools", "--grpo_recipe", "nope.yaml"], "--grpo_recipe"),
                         (["--track", "tools", "--tools_dpo_recipe", "nope.yaml"], "--tools_dpo_recipe"),
                         (["--model", str(tmp_path / "no-model")], "--model"),
+                        (["--model", " "], "--model is empty"),
+                        (["--model", "no-org/not-cached"], "--model='no-org/not-cached'"),  # offline: not in the cache
+                        (["--model", str(tmp_path)], "has no config.json"),
                         (["--track", "tools", "--free_text_model", "./gone"], "--free_text_model")):
         assert loop.main([*argv, "--work_dir", str(work)]) == 2
         err = capsys.readouterr().err
@@ -209,7 +212,7 @@ def test_the_sft_stage_counts_examples_as_batch_times_accumulation(tmp_path):
 
     recipe = yaml.safe_load((REPO / "training/recipes/sft-smollm2-135m-cpu.yaml").read_text())
     per_step = recipe["per_device_train_batch_size"] * recipe["gradient_accumulation_steps"]
-    assert per_step == 4 and sft_command() == (120 // per_step, 40 // per_step)
+    assert per_step > 1 and sft_command() == (120 // per_step, 40 // per_step)  # > 1: else nothing is tested
     assert sft_command(extra_sft_args="--per_device_train_batch_size 2") == (120 // (2 * recipe[
         "gradient_accumulation_steps"]), 40 // (2 * recipe["gradient_accumulation_steps"]))
     assert sft_command(extra_sft_args="--per_device_train_batch_size 1 --gradient_accumulation_steps 8") == (15, 5)

@@ -162,10 +162,8 @@ def test_dpo_chosen_and_rejected_logps_equal_the_reference(tiny_model, tmp_path)
         args=test_dpo.tiny_args(tiny_model, folder, tmp_path / "out", max_steps=1, precompute_ref_log_probs="true",
                                 **FP32)
     )
-    with pytest.MonkeyPatch.context() as mp:
-        # The trainer as the script built it (the reference precomputed), before any step.
-        mp.setattr(test_dpo.dpo, "train_and_save", lambda trainer, *args, **kwargs: trainer)
-        trainer = test_dpo.dpo.train(script_args, training_args, model_args)
+    # The trainer as the script builds it (the reference precomputed), before any step.
+    trainer, _, _ = test_dpo.dpo.make_trainer(script_args, training_args, model_args)
     n = min(3, len(trainer.train_dataset))
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(n)])
     labels = batch["input_ids"].masked_fill(batch["completion_mask"] == 0, -100)

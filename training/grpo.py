@@ -10,30 +10,16 @@ each board and simulate every sampled completion: 0 unparseable, 1 foul,
 2 legal contact, 3 legal pot (the evaluator's parser and scoring). No pairs,
 no reference answers: the simulator is the reward.
 
-Every field of TRL's `ScriptArguments`, `GRPOConfig` and `ModelConfig`, and the
-few below, can be set in the recipe or on the command line (the command line
-wins); unknown keys are errors, so a typo in a recipe does not silently fall
-back to a default.
-
-What this script adds to `trl/scripts/grpo.py`:
-- the seed is set before anything random happens (LoRA init, data order);
-- LoRA is on by default (`use_peft: false` trains all weights);
+Beyond what every training script adds (poolbench_data/training/trainer.py: recipe and flags, seed first,
+LoRA by default, the model and the leak checks before anything loads, resuming, adapter/ and merged/):
 - before the model is loaded: the columns the reward reads are checked, every
   board is rebuilt once (a malformed board would otherwise fail mid-run, after
-  minutes of generation), rows from the test split are refused (they would
-  leak the evaluation boards), and every prompt is tokenized to check that
+  minutes of generation), and every prompt is tokenized to check that
   prompt + max_completion_length fits the model's context (this TRL version
   neither truncates prompts nor warns);
-- an interrupted run resumes from the last `checkpoint-*` in `output_dir`
-  (`--resume false` ignores it; `resume_from_checkpoint` picks one);
-- outputs, under `output_dir`:
-    adapter/   the LoRA adapter (+ tokenizer), loadable with peft;
-    merged/    base + adapter merged (+ tokenizer), in the training dtype: a
-               plain model folder that transformers and vLLM load directly
-               (with use_peft false: the fine-tuned model, and no adapter/);
-    checkpoint-*/, trainer_state.json (rewards/physics_reward/mean per step),
-    train_results.json.
-- `model_name_or_path: embedded` means the packaged SmolLM2-135M-Instruct.
+- `tool_env: true` plays with the ghost_ball tool through TRL's
+  `environment_factory` (`poolbench_data.prefs.env.PoolBenchEnv`);
+- trainer_state.json logs rewards/physics_reward/mean per step.
 """
 
 from __future__ import annotations
@@ -42,7 +28,6 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from trl import GRPOConfig, TrlParser
 
@@ -50,20 +35,10 @@ from poolbench_data.prefs.check import SCENARIO_COLUMNS, check_scenario_rows
 from poolbench_data.training.lengths import check_context
 from poolbench_data.training.templates import use_tool_template
 from poolbench_data.training.common import (
-    LoraModelConfig,
-    RunResult,
-    TrainScriptArguments,
-    apply_speed_settings,
-    command_line,
-    find_resume_checkpoint,
-    load_checked_splits,
-    model_and_tokenizer,
-    peft_and_quantization,
-    run_script,
-    set_model_init_kwargs,
-    train_and_save,
-    usage_errors,
+    LoraModelConfig, RunResult, TrainScriptArguments, command_line, load_checked_splits, model_and_tokenizer,
+    run_script, usage_errors,
 )
+from poolbench_data.training.trainer import build_trainer, fit
 
 logger = logging.getLogger("poolbench.grpo")
 
@@ -126,20 +101,12 @@ def make_trainer(
     if script_args.tool_env:
         use_tool_template(tokenizer, script_args.tool_chat_template)
     longest = check_context(train_dataset, tokenizer, model_path, model_args, training_args)
-    apply_speed_settings(script_args, training_args, model_args)
-    set_model_init_kwargs(training_args, model_args)
-
     logger.info("model %s, %d training boards, longest prompt %d tokens", model_path, len(train_dataset), longest)
-    trainer = GRPOTrainer(
-        model=model_path,
+    trainer = build_trainer(
+        GRPOTrainer, script_args, training_args, model_args, model_path, tokenizer, train_dataset, eval_dataset,
         reward_funcs=list(reward_funcs) if reward_funcs is not None else
         [tool_physics_reward if script_args.tool_env else physics_reward],
         environment_factory=PoolBenchEnv if script_args.tool_env else None,
-        args=training_args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        **peft_and_quantization(model_args),
     )
     return trainer, tokenizer
 
@@ -152,11 +119,7 @@ def train(
 ) -> RunResult:
     with usage_errors():
         trainer, tokenizer = make_trainer(script_args, training_args, model_args, reward_funcs)
-    resume_from = find_resume_checkpoint(training_args, script_args.resume)
-    if resume_from:
-        logger.info("resuming from %s", resume_from)
-    return train_and_save(trainer, tokenizer, Path(training_args.output_dir), script_args.save_merged, resume_from,
-                          merged_dtype=script_args.merged_dtype)
+    return fit(trainer, tokenizer, script_args, training_args)
 
 
 def main(argv: list[str] | None = None, reward_funcs: Sequence[Callable] | None = None) -> RunResult:

@@ -13,33 +13,15 @@ action; the loss is on the model's turns only (`assistant_only_loss`, required
 for such rows, with a chat template that marks them: recipe
 sft-tools-smollm2-135m-cpu.yaml), never on the prompt or the tool's answers.
 
-Every field of TRL's `ScriptArguments`, `SFTConfig` and `ModelConfig`, and the
-few below, can be set in the recipe or on the command line (the command line
-wins); unknown keys are errors, so a typo in a recipe does not silently fall
-back to a default.
-
-What this script adds to `trl/scripts/sft.py`:
-- the seed is set before anything random happens (LoRA init, data order);
-- LoRA is on by default (`use_peft: false` trains all weights);
-- a model that does not exist is refused before anything is read; then,
-  before the model is loaded, the rows are validated (`check_sft_rows`), rows
-  from the test split are refused (they would leak the evaluation boards), and
-  every row is tokenized to find those that do not fit `max_length`;
-- rows that do not fit are dropped, not truncated (a cut JSON action teaches a
-  broken answer with no end of turn), and the run stops when more than
-  `max_dropped_share` of them would be (TRL would silently drop rows whose
-  prompt alone fills max_length, and cut the others);
+Beyond what every training script adds (poolbench_data/training/trainer.py: recipe and flags, seed first,
+LoRA by default, the model and the leak checks before anything loads, resuming, adapter/ and merged/):
+- before the model loads, the rows are validated (`check_sft_rows`) and every
+  row is tokenized to find those that do not fit `max_length`; they are dropped,
+  not truncated (a cut JSON action teaches a broken answer with no end of turn),
+  and the run stops when more than `max_dropped_share` of them would be (TRL
+  would silently drop rows whose prompt alone fills max_length, and cut the others);
 - the loss is on the completion only (`completion_only_loss`, required);
-- an interrupted run resumes from the last `checkpoint-*` in `output_dir`
-  (`--resume false` ignores it; `resume_from_checkpoint` picks one);
-- outputs, under `output_dir`:
-    adapter/   the LoRA adapter (+ tokenizer), loadable with peft;
-    merged/    base + adapter merged (+ tokenizer), in `merged_dtype` (else the
-               training dtype): a plain model folder that transformers and vLLM
-               load directly (with use_peft false: the fine-tuned model, and no
-               adapter/);
-    checkpoint-*/, trainer_state.json, train_results.json (with the row counts).
-- `model_name_or_path: embedded` means the packaged SmolLM2-135M-Instruct.
+- train_results.json also holds the row counts.
 """
 
 from __future__ import annotations
@@ -47,33 +29,19 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from trl import SFTConfig, TrlParser
 
 from poolbench_data.prefs.check import column_names
 from poolbench_data.prefs.check_sft import SFT_COLUMNS, TOOL_COLUMNS, check_sft_rows, is_tool_dataset
+from poolbench_data.training.common import (
+    LoraModelConfig, RunResult, TrainScriptArguments, command_line, load_checked_splits, model_and_tokenizer,
+    resolve_model_path, run_script, usage_errors,
+)
+from poolbench_data.training.lengths import LengthReport, fit_rows
 from poolbench_data.training.speed import train_rows_apart
 from poolbench_data.training.templates import check_tool_template
-from poolbench_data.training.lengths import LengthReport, enforce_max_length, measure_lengths
-from poolbench_data.training.common import (
-    LoraModelConfig,
-    RunResult,
-    TrainScriptArguments,
-    apply_speed_settings,
-    check_model_path,
-    command_line,
-    find_resume_checkpoint,
-    load_checked_splits,
-    load_sharing_prompts,
-    model_and_tokenizer,
-    peft_and_quantization,
-    resolve_model_path,
-    run_script,
-    set_model_init_kwargs,
-    train_and_save,
-    usage_errors,
-)
+from poolbench_data.training.trainer import build_trainer, fit
 
 logger = logging.getLogger("poolbench.sft")
 
@@ -131,7 +99,7 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
     # TRL's default (None) already means completion-only for prompt-completion rows; set it so it cannot drift.
     training_args.completion_only_loss = True
     # A misspelt model fails in milliseconds, before the data is read.
-    check_model_path(resolve_model_path(model_args.model_name_or_path))
+    resolve_model_path(model_args.model_name_or_path)
     # Then the data: a malformed or leaking dataset should fail before minutes of model loading.
     train_dataset, eval_dataset = load_checked_splits(script_args, training_args, check_sft_rows)
     tools = is_tool_dataset(column_names(train_dataset))
@@ -139,34 +107,12 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
         check_tool_template(training_args)
     # The tokenizer (seconds) before the model: it measures the rows against max_length.
     model_path, tokenizer = model_and_tokenizer(model_args)
-    report = measure_lengths(train_dataset, tokenizer, training_args.max_length)
-    train_dataset = enforce_max_length(train_dataset, report, script_args.max_dropped_share)
-    if eval_dataset is not None:
-        eval_report = measure_lengths(eval_dataset, tokenizer, training_args.max_length)
-        # Evaluation rows that do not fit are dropped with a warning; only an empty eval set stops the run.
-        eval_dataset = enforce_max_length(eval_dataset, eval_report, max_dropped_share=1.0)
-    # Only what TRL reads: outcome columns (structs, bools) and a stray `tools`
-    # or `chat_template_kwargs` column never reach tokenization or collation.
-    keep = list(TOOL_COLUMNS if tools else SFT_COLUMNS)
-    train_dataset = train_dataset.select_columns(keep)
-    if eval_dataset is not None:
-        eval_dataset = eval_dataset.select_columns(keep)
-
-    apply_speed_settings(script_args, training_args, model_args)
-    set_model_init_kwargs(training_args, model_args)
+    train_dataset, eval_dataset, report = fit_rows(train_dataset, eval_dataset, tokenizer, training_args.max_length,
+                                                   script_args.max_dropped_share,
+                                                   list(TOOL_COLUMNS if tools else SFT_COLUMNS))
     logger.info("model %s, %d training rows (of %d)", model_path, report.kept, report.rows)
-    extra = peft_and_quantization(model_args)
-    model = model_path
-    if script_args.share_prompt:
-        model = load_sharing_prompts(model_path, training_args, extra.pop("quantization_config"), groups="batch")
-    trainer = SFTTrainer(
-        model=model,
-        args=training_args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        **extra,
-    )
+    trainer = build_trainer(SFTTrainer, script_args, training_args, model_args, model_path, tokenizer, train_dataset,
+                            eval_dataset, share_groups="batch" if script_args.share_prompt else None)
     if script_args.share_prompt:
         train_rows_apart(trainer)  # the batch's prefix once, one row's activations at a time
     if len(trainer.train_dataset) != report.kept:
@@ -181,13 +127,7 @@ def make_trainer(script_args: SFTScriptArguments, training_args: SFTConfig, mode
 def train(script_args: SFTScriptArguments, training_args: SFTConfig, model_args: LoraModelConfig) -> SFTRunResult:
     with usage_errors():
         trainer, tokenizer, report = make_trainer(script_args, training_args, model_args)
-    resume_from = find_resume_checkpoint(training_args, script_args.resume)
-    if resume_from:
-        logger.info("resuming from %s", resume_from)
-    result = train_and_save(
-        trainer, tokenizer, Path(training_args.output_dir), script_args.save_merged, resume_from,
-        extra_metrics=report.metrics(), merged_dtype=script_args.merged_dtype,
-    )
+    result = fit(trainer, tokenizer, script_args, training_args, extra_metrics=report.metrics())
     return SFTRunResult(**vars(result), lengths=report)
 
 

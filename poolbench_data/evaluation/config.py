@@ -22,7 +22,7 @@ def _f(default, help: str, **extra):
 class EvalConfig:
     """A model and the baselines on the same boards, one report (`poolbench eval`)."""
 
-    model: str | None = _f(None, "local HF folder or Hub id (default: embedded SmolLM2-135M-Instruct)")
+    model: str | None = _f(None, "local HF folder or Hub id (default, or `embedded`: the packaged SmolLM2-135M-Instruct)")
     name: str | None = _f(None, "player name in reports (default: the model's folder name)")
     backend: str = _f("vllm", "vllm: in process; openai: any OpenAI-compatible server (--base_url); "
                               "replay: the responses stored in --responses", choices=tuple(BACKENDS))

