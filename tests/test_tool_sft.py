@@ -18,7 +18,7 @@ import pytest
 from poolbench_data.boards.splits import SplitLeakError
 from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.llm.player import conversations
-from poolbench_data.llm.tools import run_call, tool_calls, with_tool_note
+from poolbench_data.llm.tools import MAX_CALLS, run_call, tool_calls, with_tool_note
 from poolbench_data.prefs import check_sft
 from poolbench_data.prefs.tool_sft import DemonstrationError, clear, tool_demo, tool_sft_rows, verify_tool_row
 from poolbench_data.protocol.parsing import parse_action
@@ -93,18 +93,21 @@ def test_mistaken_first_calls_are_shown_not_trained(scenario_rows):
     for s_row in scenario_rows:
         s = Scenario.from_row(s_row)
         oracle = Shot.from_row(s_row["oracle_shot"])
-        for blocked, error in ((1.0, 0.0), (0.0, 1.0)):
-            demo = tool_demo(s, oracle, seed=0, blocked_share=blocked, error_share=error)
+        for blocked, error, again in ((1.0, 0.0, 0.0), (1.0, 0.0, 1.0), (0.0, 1.0, 1.0)):
+            demo = tool_demo(s, oracle, seed=0, blocked_share=blocked, error_share=error, again_share=again)
             if demo is None or demo.kind == "direct":
                 continue
-            seen.add(demo.kind)
+            seen.add((demo.kind, len(demo.calls)))
+            assert demo.context_calls == len(demo.calls) - 1 <= (2 if again and blocked else 1)
+            assert len(demo.calls) <= MAX_CALLS and len(set(demo.calls)) == len(demo.calls)
             msgs = demo.messages()
-            first, answer, second = msgs[2], json.loads(msgs[3]["content"]), msgs[4]
-            assert first["context"] and not second["context"] and not msgs[-1]["context"]
-            assert not clear(answer)
-            assert ("error" in answer) == (demo.kind == "after_error")
-            assert clear(json.loads(msgs[5]["content"]))
-    assert seen == {"after_blocked", "after_error"}
+            calls, answers = msgs[2:-1:2], [json.loads(m["content"]) for m in msgs[3:-1:2]]
+            assert [c["context"] for c in calls] == [True] * demo.context_calls + [False]
+            assert not msgs[-1]["context"]
+            for answer in answers[:-1]:  # every mistaken call's report is not clear, the answered one is
+                assert not clear(answer) and ("error" in answer) == (demo.kind == "after_error")
+            assert clear(answers[-1])
+    assert seen == {("after_blocked", 2), ("after_blocked", 3), ("after_error", 2)}
 
 
 def test_same_seed_same_rows_and_the_seed_moves_the_mistakes(scenario_rows):

@@ -42,6 +42,10 @@ TOOL_ARGUMENTS = ("target_ball", "pocket")  # the only arguments ghost_ball take
 # after such a report on most held-out shots and called once on 199 of 200 (docs/training.md).
 RETRY_BLOCKED_SHARE = 0.45
 RETRY_ERROR_SHARE = 0.1  # ... first names a ball that is not on the table
+# Of those first asking for a blocked shot, the share that asks for a second blocked one before the open shot
+# (three calls, the evaluator's cap). With one blocked call only, the tool-SFT model called again after a
+# blocked report but answered after its second report on most shots, open or not (docs/training.md).
+RETRY_AGAIN_SHARE = 0.5
 OUTCOMES = ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot")
 # The tool's aim the demonstrations copy: the potting point pots 64.3% of the clear shots tried against the
 # centre's 43.6% (llm.tools.ghost_ball).
@@ -151,31 +155,32 @@ def _absent_own(scenario: Scenario) -> list[str]:
     return [b for b in map(str, range(1, 16)) if b not in on_table and group_of(b) == PLAYER_GROUP]
 
 
-def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int,
-              blocked_share: float = RETRY_BLOCKED_SHARE, error_share: float = RETRY_ERROR_SHARE) -> ToolDemo | None:
+def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_share: float = RETRY_BLOCKED_SHARE,
+              error_share: float = RETRY_ERROR_SHARE, again_share: float = RETRY_AGAIN_SHARE) -> ToolDemo | None:
     """One board's demonstration, or None when the tool's geometry gives no legal pot there.
 
     With probability `blocked_share` (where the board has one) the model first asks for an own ball and pocket
-    the tool reports blocked, then asks again; with `error_share` it first names a ball not on the table. Both
-    first calls are context, not trained. The draw uses its own RNG from (seed, the board's seed)."""
+    the tool reports blocked, then asks again (with `again_share` of those, for a second blocked shot first);
+    with `error_share` it first names a ball not on the table. The mistaken calls are context, not trained. The draw uses its own RNG from (seed, the board's seed)."""
     found = find_pot(scenario, oracle_shot)
     if found is None:
         return None
     ball, pocket, answer, shot, m = found
     rng = np.random.default_rng([seed, scenario.seed])
     u = float(rng.random())
-    first: tuple[str, str] | None = None
+    mistakes: list[tuple[str, str]] = []
     kind = "direct"
     if u < blocked_share:
         options = blocked_calls(scenario, (ball, pocket))
         if options:
-            first, kind = options[int(rng.integers(len(options)))], "after_blocked"
+            mistakes, kind = [options.pop(int(rng.integers(len(options))))], "after_blocked"
+            if options and float(rng.random()) < again_share:
+                mistakes.append(options[int(rng.integers(len(options)))])
     elif u < blocked_share + error_share:
         absent = _absent_own(scenario)
         if absent:
-            first, kind = (absent[int(rng.integers(len(absent)))], pocket), "after_error"
-    calls = ((first,) if first else ()) + ((ball, pocket),)
-    return ToolDemo(scenario, calls, 1 if first else 0, answer, shot, m, kind)
+            mistakes, kind = [(absent[int(rng.integers(len(absent)))], pocket)], "after_error"
+    return ToolDemo(scenario, (*mistakes, (ball, pocket)), len(mistakes), answer, shot, m, kind)
 
 
 def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress: bool = False) -> list[dict]:
