@@ -106,11 +106,14 @@ def fake_hub_cache(cache: Path, repo_id: str) -> None:
 def test_resolve_model(tmp_path: Path, model_dir: Path, monkeypatch) -> None:
     from huggingface_hub import constants
 
+    from poolbench_data.llm.model import _hub_model_found
+
     assert resolve_model(str(model_dir)) == str(model_dir.resolve())
     assert resolve_model(model_dir) == str(model_dir.resolve())
     assert resolve_model("embedded") == resolve_model(None) == str(model_dir)
     # Offline (conftest sets HF_HUB_OFFLINE): a Hub id must be in the local cache, else it fails now, not in vLLM.
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    _hub_model_found.cache_clear()  # looked up once a process: forget what other tests' caches held
     fake_hub_cache(tmp_path / "hub", "HuggingFaceTB/SmolLM2-135M-Instruct")
     assert resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
     with pytest.raises(FileNotFoundError, match=r"model='gpt2' does not exist .*local cache"):

@@ -9,6 +9,7 @@ backend loads.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -239,35 +240,46 @@ def resolve_model(model: str | os.PathLike[str] | None, field: str = "model") ->
             raise ValueError(f"{field}={text!r} is a GGUF file, which vLLM cannot run on CPU. Fix: convert it with "
                              "poolbench_data.llm.model.convert_gguf(path, out_dir) and pass out_dir.")
         raise ValueError(f"{field}={text!r} is a file. {fix}")
+    if isinstance(model, os.PathLike) or _looks_like_path(text) or not _is_repo_id(text):
+        raise FileNotFoundError(f"{field}={text!r} does not exist (no such local folder, and not a Hub id). "
+                                f"{fix}")
+    if _hub_model_found(text) is False:
+        where = "in the local cache (HF_HUB_OFFLINE is set)" if _offline() else "on the Hub"
+        raise FileNotFoundError(f"{field}={text!r} does not exist as a local folder nor as a Hub model {where}. "
+                                f"{fix}")
+    return text
+
+
+def _is_repo_id(text: str) -> bool:
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
     try:
-        if isinstance(model, os.PathLike) or _looks_like_path(text):
-            raise HFValidationError(text)
         validate_repo_id(text)
     except HFValidationError:
-        raise FileNotFoundError(f"{field}={text!r} does not exist (no such local folder, and not a Hub id). "
-                                f"{fix}") from None
-    _check_hub_model(text, field, fix)
-    return text
+        return False
+    return True
 
 
-def _check_hub_model(repo_id: str, field: str, fix: str) -> None:
-    from huggingface_hub import is_offline_mode, repo_exists, try_to_load_from_cache
+def _offline() -> bool:
+    from huggingface_hub import is_offline_mode
 
-    if is_offline_mode():
-        if not isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
-            raise FileNotFoundError(f"{field}={repo_id!r} does not exist as a local folder nor as a Hub model in "
-                                    f"the local cache (HF_HUB_OFFLINE is set). {fix}")
-        return
+    return is_offline_mode()
+
+
+@functools.lru_cache(maxsize=None)
+def _hub_model_found(repo_id: str) -> bool | None:
+    """Whether a Hub model exists: in the local cache when offline, else on the Hub; None when the Hub cannot
+    be reached (not proof that it is missing). Once a process: an evaluation resolves its model several times."""
+    from huggingface_hub import repo_exists, try_to_load_from_cache
+
+    if _offline():
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
     try:
-        exists = repo_exists(repo_id, repo_type="model")
-    except Exception as exc:  # network trouble: not proof that the model is missing
+        return repo_exists(repo_id, repo_type="model")
+    except Exception as exc:  # network trouble
         logger.warning("could not check that %s exists on the Hub (%s); loading will tell", repo_id, exc)
-        return
-    if not exists:
-        raise FileNotFoundError(f"{field}={repo_id!r} does not exist as a local folder nor as a Hub model. {fix}")
+        return None
 
 
 def model_info(model: str | os.PathLike[str] | None) -> dict[str, Any]:

@@ -161,7 +161,8 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
 
     With probability `blocked_share` (where the board has one) the model first asks for an own ball and pocket
     the tool reports blocked, then asks again (with `again_share` of those, for a second blocked shot first);
-    with `error_share` it first names a ball not on the table. The mistaken calls are context, not trained. The draw uses its own RNG from (seed, the board's seed)."""
+    with `error_share` it first names a ball not on the table. The mistaken calls are context, not trained. The
+    draw uses its own RNG from (seed, the board's seed)."""
     found = find_pot(scenario, oracle_shot)
     if found is None:
         return None

@@ -308,11 +308,9 @@ def check_inputs(loop: Loop) -> None:
         raise UserError(f"--eval_model_args: {e}") from None
     for script in ("sft", "dpo", "grpo"):
         check_script_args(loop.root, script, getattr(a, f"extra_{script}_args"))
-    if not a.model.strip():
-        raise UserError(f"--model is empty; give a model folder, a Hub id, or {EMBEDDED} (the default)")
     for name in ("model", "free_text_model"):
         path = getattr(a, name)
-        if path and path != EMBEDDED:
+        if path != EMBEDDED and (path or name == "model"):  # free_text_model '' means none; --model '' is a mistake
             try:  # a local folder is made absolute: the stages run from the repository root
                 setattr(a, name, resolve_model(path, field=f"--{name}"))
             except (OSError, ValueError) as e:
