@@ -28,12 +28,13 @@ class ScriptArguments(PushArguments):
     tool_eval_dir: str = field(default="", metadata={"help": "Report folder (--out) of `poolbench eval --tools "
                                "--samples K` on this split's boards: build the `pairs_tools` config from its "
                                "tool_calls.jsonl and llm_traces.jsonl instead of `pairs` (--sources is not used)."})
-    tool_sources: str = field(default="tool-on-policy,tool-recovery,tool-answer", metadata={
-        "help": "With --tool_eval_dir: comma-separated tool pair sources (tool-on-policy: best against worst "
-                "sample; tool-recovery: a call for the board's open shot against an answer after a blocked tool "
-                "answer; tool-answer, its mirror: the model's potting answer after a clear tool answer against a "
-                "further call. With both of the last two, each keeps as many pairs as the other: recovery alone "
-                "taught the model to call and never answer, docs/training.md)."})
+    tool_sources: str = field(default="tool-on-policy", metadata={
+        "help": "With --tool_eval_dir: comma-separated tool pair sources (tool-on-policy: every two samples of a "
+                "board that score differently, both sides the model's own; tool-recovery: a call for the board's "
+                "open shot against an answer after a tool answer that was not open; tool-answer, its mirror: the "
+                "model's potting answer after an open tool answer against a further call. With both of the last "
+                "two, each keeps as many pairs as the other; whatever the sources, the call-against-answer pairs "
+                "are trimmed to prefer either kind at most 3 times in 4: docs/training.md)."})
 
 
 def build(args: ScriptArguments) -> None:
@@ -93,7 +94,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     from poolbench_data.core.errors import UserError
     from poolbench_data.hub.update import write_config
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.tool_pairs import ThreadMismatch, tool_pairs
+    from poolbench_data.prefs.tool_pairs import ThreadMismatch, balance_kinds, tool_pairs
     from poolbench_data.report.provenance import provenance
 
     src = Path(args.tool_eval_dir)
@@ -111,9 +112,10 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
         raise UserError(f"--tool_eval_dir {src}: {len(foreign)} boards are not in {folder} split {args.split!r} "
                         f"(e.g. {foreign[0]!r}); run the eval with the split's --seed and --n")
     try:
-        pairs = tool_pairs(scenarios, threads, traces, sources)
+        found = tool_pairs(scenarios, threads, traces, sources)
     except ThreadMismatch as exc:
         raise UserError(f"--tool_eval_dir {src}: {exc}") from None
+    pairs = balance_kinds(found)
     if not pairs:
         raise UserError(f"no pairs from {len(threads)} threads in {src} (no board's samples differed in a choice "
                         f"and in score); {folder} is unchanged. Sample more answers a board (--samples) at a "
@@ -127,8 +129,9 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     # the recovery source alone made a model that never answered (docs/training.md).
     kinds = {side: {k: sum(p[f"{side}_decision"].startswith(k) for p in pairs) for k in ("call", "answer")}
              for side in ("chosen", "rejected")}
-    print(f"pairs_tools/{args.split}: {counts[args.split]} pairs {by} (by turn: {turns}; turn kinds {kinds}) from "
-          f"{len(threads)} threads on {len({t['scenario_id'] for t in threads})} boards of {src}")
+    trimmed = f", {len(found) - len(pairs)} trimmed to balance the turn kinds" if len(found) > len(pairs) else ""
+    print(f"pairs_tools/{args.split}: {counts[args.split]} pairs {by} (by turn: {turns}; turn kinds {kinds}{trimmed}) "
+          f"from {len(threads)} threads on {len({t['scenario_id'] for t in threads})} boards of {src}")
     args.maybe_push(folder)
 
 

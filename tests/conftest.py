@@ -1,9 +1,18 @@
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
 # Tests never reach the Hub; a push attempt fails at once instead of retrying.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# A cache of their own, gone after the run: `load_dataset(folder, config)` keys its cache by the folder's name and
+# files, not their bytes, so a folder rebuilt with other rows read back an earlier run's rows (seen: tool
+# demonstrations with the tool's previous prompt paragraph). Set before anything imports `datasets`.
+_CACHE = tempfile.mkdtemp(prefix="poolbench-tests-hf-datasets-")
+os.environ["HF_DATASETS_CACHE"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

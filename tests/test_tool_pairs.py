@@ -273,3 +273,24 @@ def test_dpo_recipe_trains_on_the_model_turn_only(pairs, sampled, datasets_cache
         assert "ref_chosen_logps" in row  # precomputed once, no reference model held
     result = dpo.main(argv)
     assert result.metrics["train_pairs"] == len(pairs) and (tmp_path / "dpo" / "merged").is_dir()
+
+
+def test_the_builder_trims_call_against_answer_pairs_to_the_dpo_checks_share(sampled):
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+    from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, turn_kinds
+    from poolbench_data.prefs.tool_pairs import balance_kinds, tool_pairs
+
+    root, out = sampled
+    scenarios = read_rows(root, "scenarios", "train")
+    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    recovery = tool_pairs(scenarios, threads, traces, ["tool-recovery"])
+    assert recovery and turn_kinds(recovery)["answer"] == 0  # every chosen side a call
+    assert balance_kinds(recovery) == []  # nothing to balance them with: none kept
+    mixed = recovery + tool_pairs(scenarios, threads, traces, ["tool-answer"])[:1]
+    kept = balance_kinds(mixed)
+    counts = turn_kinds(kept)
+    assert counts["answer"] == 1 and counts["call"] == int(MAX_TURN_KIND_SHARE / (1 - MAX_TURN_KIND_SHARE))
+    assert [p for p in mixed if p in kept] == kept  # order kept, nothing added
+    dropped = [p for p in mixed if p not in kept]
+    assert max(p["margin"] for p in dropped) <= min(p["margin"] for p in kept if p["source"] == "tool-recovery")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from trl import DPOConfig, TrlParser
 
+from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE
 from poolbench_data.training.common import (
     LoraModelConfig, RunResult, TrainScriptArguments, command_line, load_checked_splits, model_and_tokenizer,
     run_script, share_prompt_prefix, usage_errors,
@@ -48,9 +49,10 @@ class DPOScriptArguments(TrainScriptArguments):
                                 "false."}
     )
     max_turn_kind_share: float = field(
-        default=0.75, metadata={"help": "Of the pairs whose chosen and rejected turns differ in kind (a tool call "
-                                "against an answer), the largest share that may choose the same kind; above it "
-                                "the run stops before the model loads. 1.0 turns the check off."}
+        default=MAX_TURN_KIND_SHARE, metadata={"help": "Of the pairs whose chosen and rejected turns differ in kind "
+                                               "(a tool call against an answer), the largest share that may choose "
+                                               "the same kind; above it the run stops before the model loads. 1.0 "
+                                               "turns the check off."}
     )
 
     def __post_init__(self):

@@ -30,6 +30,11 @@ class Candidate:
     ghost: tuple[float, float]  # where the cue ball must be at contact
 
     @property
+    def open(self) -> bool:
+        """Nothing in either path, the ghost ball free, and a cut the object ball can be sent along."""
+        return self.ghost_ok and not self.cue_blockers and not self.pocket_blockers and self.cut < MAX_CUT
+
+    @property
     def clean(self) -> bool:
         return self.ghost_ok and not self.cue_blockers and not self.pocket_blockers and self.cut <= CLEAN_CUT
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from poolbench_data.core.candidates import candidate
+from poolbench_data.core.candidates import MAX_CUT, candidate
 from poolbench_data.core.records import Scenario
 from poolbench_data.llm.player import EvalSettings, answer_record
 from poolbench_data.players.play import ShotRecord
@@ -46,7 +46,9 @@ TOOLS = [{
     },
 }]
 TOOL_NOTE = (
-    "\n\nTOOL. Before you answer you may call ghost_ball(target_ball, pocket): it returns aim_angle_deg "
+    "\n\nTOOL. Before you answer you may call ghost_ball(target_ball, pocket): it returns open (true when "
+    f"nothing is in the way, the ghost ball is free and the cut is below {MAX_CUT:.0f} degrees: a shot that can pot), "
+    "aim_angle_deg "
     "(cue ball to the ghost ball, aimed at the pocket centre), potting_point_aim_angle_deg (aimed at the "
     "pocket's potting point between the jaws: it pots more often), cut_angle_deg, and the balls blocking the cue "
     "ball's path and the target's path. To call it, write only "
@@ -98,7 +100,8 @@ def ghost_ball(scenario: Scenario, target_ball, pocket) -> dict:
     ball, pid = read_target(target_ball, pocket, scenario)
     c = candidate(scenario, ball, pid, aim="centre")
     pp = candidate(scenario, ball, pid, aim="potting-point")
-    return {"target_ball": c.ball, "pocket": c.pocket, "ghost_ball": [round(c.ghost[0], 4), round(c.ghost[1], 4)],
+    # `open` first: the one field a player acts on (answer, or call for another shot), before the numbers.
+    return {"open": c.open, "target_ball": c.ball, "pocket": c.pocket, "ghost_ball": [round(c.ghost[0], 4), round(c.ghost[1], 4)],
             "aim_angle_deg": round(c.phi, 2), "potting_point_aim_angle_deg": round(pp.phi, 2),
             "cut_angle_deg": round(c.cut, 1),
             "cue_path_blocked_by": list(c.cue_blockers), "target_path_blocked_by": list(c.pocket_blockers),

@@ -152,6 +152,11 @@ def check_pairs(dataset: Any, test_id_prefix: str | None = None) -> None:
         )
 
 
+# Of the pairs whose chosen and rejected turns differ in kind (a tool call against an answer), the largest share
+# that may choose the same kind: the pair builder trims to it and DPO refuses a set above it.
+MAX_TURN_KIND_SHARE = 0.75
+
+
 class PairsBalanceError(ValueError):
     """A pair set whose sides a surface feature separates: it would teach the feature, not the choice."""
 

@@ -4,8 +4,10 @@ Input: `poolbench eval --tools --samples k` on train boards. Each (board,
 sample) thread is the model's own conversation: its turns (tool_calls.jsonl,
 `turns` + `final_response`), the tool's answers (recomputed, and checked
 against the recorded ones), its final action scored by the simulator
-(llm_traces.jsonl). Per board, the best sample against the worst by
-`pairs.fine_score`, where the scores differ.
+(llm_traces.jsonl). Per board, every two samples whose `pairs.fine_score`
+differ, the better against the worse (best against worst only gave one pair a
+board, 60 from 60 boards; both sides of every such pair are the model's own
+words, so the supervised term falls on what it already writes).
 
 The pair is the first turn where the two threads' decisions part: a call's
 (ball, pocket), or an answer's (ball, aim, speed), the parts of the action the
@@ -32,8 +34,13 @@ answered after a clear tool answer and potted legally, its answer is chosen
 over a further call for an own shot the tool reports blocked, scored by
 playing what follows it (that shot written with the tool's aim at the
 thread's speed; at the eval's call cap the call itself, read as the action:
-no shot). With both sources on, each keeps as many pairs as the other has,
-so a call is as often chosen as rejected.
+no shot). With both sources on, each keeps as many pairs as the other has.
+
+Whatever the sources, the builder keeps `balance_kinds`: of the pairs whose
+two sides differ in kind (a call against an answer) at most
+`check.MAX_TURN_KIND_SHARE` choose the same kind (the smallest physics
+margins of the larger kind are dropped): DPO on a set that mostly chose the
+call learned to call whatever the tool said.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.llm.tools import MAX_CALLS, run_call, tool_answer, tool_calls, with_tool_note
 from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
+from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, turn_kinds
 from poolbench_data.prefs.pairs import _pair, answered, fine_score, physics_score
 from poolbench_data.prefs.tool_sft import AIM_FIELD, blocked_calls, call_text, clear, find_pot
 from poolbench_data.protocol.parsing import parse_action
@@ -135,7 +143,7 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
         scenario = Scenario.from_row(row)
         for player, samples in sorted(grouped[row["id"]].items()):
             if SOURCE in sources:
-                out += _best_vs_worst(row, scenario, player, samples)
+                out += _on_policy(row, scenario, player, samples)
             if RECOVERY in sources:
                 by_source[RECOVERY] += _recoveries(row, scenario, samples, max_calls)
             if ANSWER in sources:
@@ -146,21 +154,49 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
     return out + by_source[RECOVERY] + by_source[ANSWER]
 
 
-def _best_vs_worst(row: dict, scenario: Scenario, player: str, samples: list) -> list[dict]:
-    best = max(samples, key=lambda x: fine_score(x[1]))  # first of the best, by sample order
-    worst = min(samples, key=lambda x: fine_score(x[1]))
-    if fine_score(best[1]) <= fine_score(worst[1]):
-        return []
-    db, dw = decisions(*best), decisions(*worst)
-    turn = next((k for k, (x, y) in enumerate(zip(db, dw)) if x != y), None)
-    if turn is None:  # same choices, different wording: no preference about play
-        return []
-    conv_b, conv_w = thread_messages(scenario, best[0]), thread_messages(scenario, worst[0])
-    at_b, at_w = _assistant_index(conv_b, turn), _assistant_index(conv_w, turn)
-    model = best[1].get("model") or player
-    pair = _pair(row, conv_b[at_b]["content"], conv_w[at_w]["content"], best[1], worst[1], SOURCE,
-                 model, model, prompt=conv_b[:at_b])
-    return [{**pair, "turn": turn, "chosen_decision": _described(db[turn]), "rejected_decision": _described(dw[turn])}]
+def balance_kinds(pairs: list[dict], max_share: float = MAX_TURN_KIND_SHARE) -> list[dict]:
+    """`pairs` less the fewest of the larger kind (call or answer chosen over the other), smallest margins
+    first, for that kind to be at most `max_share` of the pairs whose sides differ in kind; order kept."""
+    counts = turn_kinds(pairs)
+    kind = max(counts, key=counts.get)
+    keep = int(max_share * counts[min(counts, key=counts.get)] / (1 - max_share)) if max_share < 1 else counts[kind]
+    if counts[kind] <= keep:
+        return pairs
+    of_kind = [k for k, p in enumerate(pairs) if _chosen_kind(p) == kind]
+    drop = set(sorted(of_kind, key=lambda k: (pairs[k]["margin"], -k))[:counts[kind] - keep])
+    return [p for k, p in enumerate(pairs) if k not in drop]
+
+
+def _chosen_kind(pair: dict) -> str | None:
+    """"call" or "answer" where the chosen and rejected turns differ in kind, else None."""
+    chosen, rejected = (bool(tool_calls(pair[side][-1]["content"])) for side in ("chosen", "rejected"))
+    return None if chosen == rejected else ("call" if chosen else "answer")
+
+
+def _on_policy(row: dict, scenario: Scenario, player: str, samples: list) -> list[dict]:
+    """Every two samples that score differently, the better against the worse, at the first turn where their
+    decisions part; one pair per distinct (prompt, chosen, rejected)."""
+    out, seen = [], set()
+    convs = [thread_messages(scenario, thread) for thread, _ in samples]
+    for i, j in ((i, j) for i in range(len(samples)) for j in range(i + 1, len(samples))):
+        if fine_score(samples[i][1]) == fine_score(samples[j][1]):
+            continue
+        b, w = (i, j) if fine_score(samples[i][1]) > fine_score(samples[j][1]) else (j, i)
+        db, dw = decisions(*samples[b]), decisions(*samples[w])
+        turn = next((k for k, (x, y) in enumerate(zip(db, dw)) if x != y), None)
+        if turn is None:  # same choices, different wording: no preference about play
+            continue
+        at_b, at_w = _assistant_index(convs[b], turn), _assistant_index(convs[w], turn)
+        key = (json.dumps(convs[b][:at_b]), convs[b][at_b]["content"], convs[w][at_w]["content"])
+        if key in seen:
+            continue
+        seen.add(key)
+        model = samples[b][1].get("model") or player
+        pair = _pair(row, key[1], key[2], samples[b][1], samples[w][1], SOURCE, model, model,
+                     prompt=convs[b][:at_b])
+        out.append({**pair, "turn": turn, "chosen_decision": _described(db[turn]),
+                    "rejected_decision": _described(dw[turn])})
+    return out
 
 
 def _recoveries(row: dict, scenario: Scenario, samples: list, max_calls: int) -> list[dict]:

@@ -63,9 +63,9 @@ def call_text(ball: str, pocket: str) -> str:
 
 
 def clear(result: Mapping) -> bool:
-    """The tool's answer shows an open shot: no error, nothing in either path, the ghost ball free."""
-    return ("error" not in result and result["ghost_ball_free"] and not result["cue_path_blocked_by"]
-            and not result["target_path_blocked_by"])
+    """The tool's answer shows an open shot (its `open`: nothing in either path, the ghost ball free, a cut
+    below MAX_CUT)."""
+    return "error" not in result and result["open"]
 
 
 @dataclass(frozen=True)
