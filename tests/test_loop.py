@@ -271,3 +271,42 @@ def test_a_lora_checkpoint_is_served_merged_in_float32_with_its_update_whole(tmp
     bf16 = (layer.base_layer.weight.bfloat16() + update.bfloat16()).float() - layer.base_layer.weight.bfloat16().float()
     assert (bf16 == 0).float().mean() > 0.25 and (got != layer.base_layer.weight).float().mean() > 0.9
     assert servable(tmp_path / "base") == tmp_path / "base"  # a full checkpoint is served as it is
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or only its exit status left (a zombie nobody has reaped yet)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status
+
+
+def test_a_stopped_loop_stops_its_stage_and_what_the_stage_started(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    # The stage starts a process of its own, as `poolbench eval` starts vLLM's engine; a SIGTERM to the loop
+    # must end both (an orphaned evaluation once held both cores for minutes after its loop was killed).
+    pidfile, log = tmp_path / "pids", tmp_path / "stage.log"
+    stage = [sys.executable, "-c", "import subprocess, sys, time; "
+             "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+             f"open({str(pidfile)!r}, 'w').write(f'{{p.pid}}'); time.sleep(600)"]
+    driver = ("import sys; from pathlib import Path; from poolbench_data.core.shutdown import terminate_as_exit; "
+              "from poolbench_data.training.loop import _run\n"
+              f"with terminate_as_exit(): _run({stage!r}, Path({str(log)!r}), Path('.'))")
+    loop = subprocess.Popen([sys.executable, "-c", driver], cwd=REPO)
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    grandchild = int(pidfile.read_text())
+    assert not _gone(grandchild)
+    os.kill(loop.pid, signal.SIGTERM)
+    assert loop.wait(timeout=60) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while not _gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(grandchild)

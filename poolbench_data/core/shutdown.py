@@ -8,8 +8,11 @@ a stop was asked for leaves as the stop's exit status."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import threading
+import time
 from contextlib import contextmanager
 
 _requested: list[int] = []  # the signal that asked this process to stop, while a terminate_as_exit block runs
@@ -43,3 +46,25 @@ def terminate_as_exit():
     finally:
         signal.signal(signal.SIGTERM, previous)
         _requested.clear()
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float) -> None:
+    """Stop a child started with `start_new_session=True` and everything it started: SIGTERM to its process
+    group, SIGKILL to whatever of the group is left after `grace_s`."""
+
+    def alive() -> bool:
+        proc.poll()  # reap the leader: a zombie still counts as a member of its group
+        try:
+            os.killpg(proc.pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+
+    if alive():
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if alive():
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from poolbench_data.core.candidates import MAX_CUT, candidate
 from poolbench_data.core.records import Scenario
+from poolbench_data.core.shutdown import stop_if_requested
 from poolbench_data.llm.player import EvalSettings, answer_record
 from poolbench_data.players.play import ShotRecord
 from poolbench_data.protocol.parsing import read_target
@@ -160,6 +161,7 @@ def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], back
         for j, text in enumerate(texts):
             threads.append(ToolThread(i, j, list(convs[i]), text, failure=failed.get((i, j))))
     for turn in range(1, max_calls + 1):
+        stop_if_requested()  # a SIGTERM the engine's generate swallowed (seen) still ends the run between turns
         live = [t for t in threads if t.failure is None and tool_calls(t.text)]
         if not live:
             break

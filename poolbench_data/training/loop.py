@@ -15,6 +15,7 @@ from pathlib import Path
 from poolbench_data.boards.splits import EVAL_SEED
 from poolbench_data.core.config import parse, run_main
 from poolbench_data.core.errors import UserError, check_at_least, check_seed
+from poolbench_data.core.shutdown import stop_group, terminate_as_exit
 from poolbench_data.llm.model import EMBEDDED, resolve_model
 from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
 
@@ -76,20 +77,30 @@ class StageFailed(RuntimeError):
     """A stage's command exited non-zero: one line naming the stage, its log and its exit code."""
 
 
+STOP_GRACE_S = 60  # a stopped stage's processes get this long to clean up (vLLM's engine, staging folders)
+
+
 def _run(cmd: list[str], log: Path, root: Path) -> None:
-    """Run one stage's command from the repository root, its output shown and kept in `log`."""
+    """Run one stage's command from the repository root, its output shown and kept in `log`. The command runs in
+    a process group of its own: when the loop is stopped (SIGTERM, Ctrl-C), so is the whole group (an
+    evaluation's engine processes included), never left running without it."""
     print("+ " + shlex.join(cmd), flush=True)
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as f, subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE,
-                                                 stderr=subprocess.STDOUT) as proc:
-        for chunk in iter(lambda: proc.stdout.read1(65536), b""):
-            sys.stdout.buffer.write(chunk)
-            sys.stdout.flush()
-            f.write(chunk)
-        code = proc.wait()
+    with open(log, "ab") as f, subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                 start_new_session=True) as proc:
+        try:
+            for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.flush()
+                f.write(chunk)
+            code = proc.wait()
+        except BaseException:
+            stop_group(proc, STOP_GRACE_S)
+            raise
     if code != 0:
         raise StageFailed(f"{Path(cmd[1]).name if len(cmd) > 1 else cmd[0]} exited with code {code}; "
                           f"its output is in {log}")
+
 
 
 class Loop:
@@ -374,13 +385,14 @@ def main(argv=None, root: Path = ROOT) -> int:
         loop.work.mkdir(parents=True, exist_ok=True)
         if stages[0] == track[0] and not (loop.work / ".started").exists():
             (loop.work / ".started").touch()  # a run from the track's first stage starts the pilot's clock
-        for stage in track:
-            if stage in stages:
-                loop.stage = stage
-                try:
-                    getattr(loop, stage)()
-                except StageFailed as e:
-                    print(f"error: {e}", file=sys.stderr)
-                    return 1
+        with terminate_as_exit():  # a SIGTERM stops the running stage's processes too (_run)
+            for stage in track:
+                if stage in stages:
+                    loop.stage = stage
+                    try:
+                        getattr(loop, stage)()
+                    except StageFailed as e:
+                        print(f"error: {e}", file=sys.stderr)
+                        return 1
 
     return run_main(go)
