@@ -36,7 +36,7 @@ class Candidate:
 
     @property
     def clean(self) -> bool:
-        return self.ghost_ok and not self.cue_blockers and not self.pocket_blockers and self.cut <= CLEAN_CUT
+        return self.open and self.cut <= CLEAN_CUT  # CLEAN_CUT < MAX_CUT
 
     def shot(self, V0: float, dphi: float = 0.0) -> Shot:
         return Shot(phi=(self.phi + dphi) % 360.0, V0=V0, target_ball=self.ball, target_pocket=self.pocket)

@@ -102,7 +102,8 @@ def ghost_ball(scenario: Scenario, target_ball, pocket) -> dict:
     c = candidate(scenario, ball, pid, aim="centre")
     pp = candidate(scenario, ball, pid, aim="potting-point")
     # `open` first: the one field a player acts on (answer, or call for another shot), before the numbers.
-    return {"open": c.open, "target_ball": c.ball, "pocket": c.pocket, "ghost_ball": [round(c.ghost[0], 4), round(c.ghost[1], 4)],
+    return {"open": c.open, "target_ball": c.ball, "pocket": c.pocket,
+            "ghost_ball": [round(c.ghost[0], 4), round(c.ghost[1], 4)],
             "aim_angle_deg": round(c.phi, 2), "potting_point_aim_angle_deg": round(pp.phi, 2),
             "cut_angle_deg": round(c.cut, 1),
             "cue_path_blocked_by": list(c.cue_blockers), "target_path_blocked_by": list(c.pocket_blockers),

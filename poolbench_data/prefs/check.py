@@ -161,16 +161,21 @@ class PairsBalanceError(ValueError):
     """A pair set whose sides a surface feature separates: it would teach the feature, not the choice."""
 
 
-def turn_kinds(dataset: Any) -> dict[str, int]:
-    """Pairs whose chosen and rejected turns differ in kind (a `ghost_ball` call against an answer), by which
-    kind is chosen: {"call": n, "answer": n}."""
+def chosen_kind(row: Any) -> str | None:
+    """"call" or "answer": what a pair chooses where its chosen and rejected turns differ in kind (a `ghost_ball`
+    call against an answer); None where they do not."""
     from poolbench_data.llm.tools import tool_calls
 
+    chosen, rejected = (bool(tool_calls(row[side][-1]["content"])) for side in ("chosen", "rejected"))
+    return None if chosen == rejected else ("call" if chosen else "answer")
+
+
+def turn_kinds(dataset: Any) -> dict[str, int]:
+    """Pairs whose chosen and rejected turns differ in kind, by which kind is chosen: {"call": n, "answer": n}."""
     counts = {"call": 0, "answer": 0}
     for row in dataset:
-        chosen, rejected = (bool(tool_calls(row[side][-1]["content"])) for side in ("chosen", "rejected"))
-        if chosen != rejected:
-            counts["call" if chosen else "answer"] += 1
+        if kind := chosen_kind(row):
+            counts[kind] += 1
     return counts
 
 

@@ -53,7 +53,7 @@ from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.llm.tools import MAX_CALLS, run_call, tool_answer, tool_calls, with_tool_note
 from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
-from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, turn_kinds
+from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, chosen_kind, turn_kinds
 from poolbench_data.prefs.pairs import _pair, answered, fine_score, physics_score
 from poolbench_data.prefs.tool_sft import AIM_FIELD, blocked_calls, call_text, clear, find_pot
 from poolbench_data.protocol.parsing import parse_action
@@ -162,15 +162,9 @@ def balance_kinds(pairs: list[dict], max_share: float = MAX_TURN_KIND_SHARE) -> 
     keep = int(max_share * counts[min(counts, key=counts.get)] / (1 - max_share)) if max_share < 1 else counts[kind]
     if counts[kind] <= keep:
         return pairs
-    of_kind = [k for k, p in enumerate(pairs) if _chosen_kind(p) == kind]
+    of_kind = [k for k, p in enumerate(pairs) if chosen_kind(p) == kind]
     drop = set(sorted(of_kind, key=lambda k: (pairs[k]["margin"], -k))[:counts[kind] - keep])
     return [p for k, p in enumerate(pairs) if k not in drop]
-
-
-def _chosen_kind(pair: dict) -> str | None:
-    """"call" or "answer" where the chosen and rejected turns differ in kind, else None."""
-    chosen, rejected = (bool(tool_calls(pair[side][-1]["content"])) for side in ("chosen", "rejected"))
-    return None if chosen == rejected else ("call" if chosen else "answer")
 
 
 def _on_policy(row: dict, scenario: Scenario, player: str, samples: list) -> list[dict]:
@@ -178,11 +172,13 @@ def _on_policy(row: dict, scenario: Scenario, player: str, samples: list) -> lis
     decisions part; one pair per distinct (prompt, chosen, rejected)."""
     out, seen = [], set()
     convs = [thread_messages(scenario, thread) for thread, _ in samples]
+    scores = [fine_score(trace) for _, trace in samples]
+    decided = [decisions(*sample) for sample in samples]
     for i, j in ((i, j) for i in range(len(samples)) for j in range(i + 1, len(samples))):
-        if fine_score(samples[i][1]) == fine_score(samples[j][1]):
+        if scores[i] == scores[j]:
             continue
-        b, w = (i, j) if fine_score(samples[i][1]) > fine_score(samples[j][1]) else (j, i)
-        db, dw = decisions(*samples[b]), decisions(*samples[w])
+        b, w = (i, j) if scores[i] > scores[j] else (j, i)
+        db, dw = decided[b], decided[w]
         turn = next((k for k, (x, y) in enumerate(zip(db, dw)) if x != y), None)
         if turn is None:  # same choices, different wording: no preference about play
             continue

@@ -374,7 +374,7 @@ def main(argv=None, root: Path = ROOT) -> int:
                              ("--sft_eval_every", a.sft_eval_every, 0)):
             check_at_least(name, v, low)
         if a.track == "tools" and "pairs" in stages and a.samples < 2:
-            raise UserError(f"--samples {a.samples}: tool-track pairs are best against worst of a board's samples; "
+            raise UserError(f"--samples {a.samples}: tool-track pairs are made between a board's samples; "
                             "give --samples 2 or more")
         if a.after_model not in ("dpo", "sft"):
             raise UserError(f"--after_model must be dpo or sft (got {a.after_model!r})")
