@@ -181,6 +181,27 @@ def test_the_run_deadline_cuts_requests_in_flight(tmp_path, capsys):
     assert result["backend"]["deadline_s"] == 2.0
 
 
+def test_a_request_timeout_is_a_recorded_failure_after_its_retries():
+    # A server that never answers, not a real engine with a tiny timeout: a starved
+    # client thread can read a finished reply however small the timeout (CI did).
+    from poolbench_data.llm import GenerationFailure
+    from poolbench_data.llm.openai_backend import OpenAIBackend
+
+    conv = [{"role": "user", "content": "hi"}]
+    with loopback("silent") as (url, server):
+        backend = OpenAIBackend(url, "m", timeout_s=0.3, retries=1, backoff_s=0.01)
+        result = backend.generate([conv] * 2, n=2, max_tokens=8)
+        backend.close()
+    assert result.texts == [["", ""], ["", ""]]
+    assert [f.conversation for f in result.failures] == [0, 1]
+    for failure in result.failures:
+        assert isinstance(failure, GenerationFailure)
+        assert failure.kind == "timeout"
+        assert failure.attempts == 2  # the first try plus one retry
+        assert failure.to_dict()["missing"] == 2
+    assert posts(server) == 4
+
+
 def test_requests_still_queued_at_the_deadline_are_never_sent():
     from poolbench_data.llm.openai_backend import OpenAIBackend
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from poolbench_data.llm import GenerationFailure, model_info, request_seed, resolve_model
+from poolbench_data.llm import model_info, request_seed, resolve_model
 from poolbench_data.llm.openai_backend import OpenAIBackend, ServerUnavailableError, check_server
 from poolbench_data.llm.vllm_backend import VLLMBackend
 from poolbench_data.llm.model import PROVENANCE_FILE, default_model_dir
@@ -335,17 +335,6 @@ class TestOpenAIBackend:
         assert result.failures == ()
         for text in texts:
             assert set(json.loads(text)) == {"target_ball", "pocket", "speed"}
-
-    def test_timeout_is_a_recorded_failure(self, server: str, model_dir: Path) -> None:
-        backend = OpenAIBackend(server, str(model_dir), timeout_s=0.001, retries=1, backoff_s=0.01)
-        result = backend.generate(CONVERSATIONS[:2], n=2, max_tokens=64)
-        assert result.texts == [["", ""], ["", ""]]
-        assert [f.conversation for f in result.failures] == [0, 1]
-        for failure in result.failures:
-            assert isinstance(failure, GenerationFailure)
-            assert failure.kind == "timeout"
-            assert failure.attempts == 2  # the first try plus one retry
-            assert failure.to_dict()["missing"] == 2
 
     def test_inspect_eval_against_the_server(self, server: str, model_dir: Path, tmp_path: Path, monkeypatch) -> None:
         # PoolBench as an inspect_ai task, the model served by a real vLLM: inspect's openai-api provider.
