@@ -28,13 +28,15 @@ class ScriptArguments(PushArguments):
     tool_eval_dir: str = field(default="", metadata={"help": "Report folder (--out) of `poolbench eval --tools "
                                "--samples K` on this split's boards: build the `pairs_tools` config from its "
                                "tool_calls.jsonl and llm_traces.jsonl instead of `pairs` (--sources is not used)."})
-    tool_sources: str = field(default="tool-on-policy", metadata={
+    tool_sources: str = field(default="tool-on-policy,tool-at-cap", metadata={
         "help": "With --tool_eval_dir: comma-separated tool pair sources (tool-on-policy: every two samples of a "
-                "board that score differently, both sides the model's own; tool-recovery: a call for the board's "
-                "open shot against an answer after a tool answer that was not open; tool-answer, its mirror: the "
-                "model's potting answer after an open tool answer against a further call. With both of the last "
-                "two, each keeps as many pairs as the other; whatever the sources, the call-against-answer pairs "
-                "are trimmed to prefer either kind at most 3 times in 4: docs/training.md)."})
+                "board that score differently, both sides the model's own; tool-at-cap: where the model called "
+                "again with no calls left, the action on a called shot against that call; tool-recovery: a call "
+                "for the board's open shot against an answer after a tool answer that was not open; tool-answer, "
+                "its mirror: the model's potting answer after an open tool answer against a further call. With "
+                "both of those two, each keeps as many pairs as the other; whatever the sources, the "
+                "call-against-answer pairs are trimmed to prefer either kind at most 3 times in 4: "
+                "docs/training.md)."})
 
 
 def build(args: ScriptArguments) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.llm.tools import TOOL_NOTE, run_call
+from poolbench_data.llm.tools import TOOL_NOTE, run_call, turn_result
 from poolbench_data.prefs.env import BOARD_COLUMNS, PoolBenchEnv, final_answer, tool_physics_reward, tool_prompts
 from poolbench_data.prefs.tool_sft import find_pot
 
@@ -54,10 +54,15 @@ def test_reset_deals_the_rows_board_and_the_tool_answers_as_the_evaluator(boards
         env = dealt(row)
         s = Scenario.from_row({c: row[c] for c in BOARD_COLUMNS})
         assert env.scenario == s
-        for ball, pocket in (("1", "rt"), ("12", "lb"), ("99", "rt"), ("1", "zz")):
+        # calls_left counts down from the cap and stays at 0 past it (TRL's loop, not the tool, enforces the cap)
+        for ball, pocket, left in (("1", "rt", 2), ("12", "lb", 1), ("99", "rt", 0), ("1", "zz", 0)):
             got = json.loads(env.ghost_ball(target_ball=ball, pocket=pocket))
-            assert got == run_call(s, {"name": "ghost_ball", "arguments": {"target_ball": ball, "pocket": pocket}})
+            call = {"name": "ghost_ball", "arguments": {"target_ball": ball, "pocket": pocket}}
+            assert got == turn_result(s, call, left) == {"calls_left": left, **run_call(s, call)}
         assert len(env.calls) == 4 and "error" in env.calls[2]["result"]
+    env = PoolBenchEnv(max_calls=5)
+    env.reset(**boards[0])
+    assert json.loads(env.ghost_ball("1", "rt"))["calls_left"] == 4
 
 
 def test_reset_without_a_board_names_the_columns():

@@ -21,7 +21,7 @@ import pytest
 from poolbench_data.cli import main as poolbench
 from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.core.table import POCKET_IDS
-from poolbench_data.llm.tools import TOOL_NOTE, run_call, tool_answer, tool_calls
+from poolbench_data.llm.tools import MAX_CALLS, TOOL_NOTE, tool_answer, tool_calls, turn_result
 from poolbench_data.prefs.tool_sft import call_text, clear
 from poolbench_data.protocol.prompts import format_action
 from test_experiments import _Recorder, recording_server
@@ -175,17 +175,57 @@ def test_recovery_respects_the_sources_and_the_call_cap(sampled):
     scenarios = read_rows(root, "scenarios", "train")
     threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
     assert {p["source"] for p in tool_pairs(scenarios, threads, traces, ["tool-on-policy"])} == {"tool-on-policy"}
+    # The same threads as an eval with --max_tool_calls 1 records them: the one result says no calls are left.
+    capped_threads = [{**t, "calls": [{**c, "result": {**c["result"], "calls_left": 0}} for c in t["calls"]]}
+                      for t in threads]
     # at the eval's cap the model's next turn is read as its answer: a call taught there could never run
-    capped = tool_pairs(scenarios, threads, traces, ["tool-recovery"], max_calls=1)
+    capped = tool_pairs(scenarios, capped_threads, traces, ["tool-recovery"])
     alone = tool_pairs(scenarios, threads, traces, ["tool-recovery"])
     assert capped == [] and alone
     # at the cap a further call is read as the action: nothing is fired, the answer wins by more
     answers = tool_pairs(scenarios, threads, traces, ["tool-answer"])
-    at_cap = tool_pairs(scenarios, threads, traces, ["tool-answer"], max_calls=1)
+    at_cap = tool_pairs(scenarios, capped_threads, traces, ["tool-answer"])
     assert len(at_cap) == len(answers) and all(p["rejected_outcome"]["parse_status"] != "ok" for p in at_cap)
     assert all(a["margin"] <= c["margin"] for a, c in zip(answers, at_cap))
     with pytest.raises(ValueError, match="unknown tool pair source"):
         tool_pairs(scenarios, threads, traces, ["on-policy"])
+
+
+def test_at_the_cap_the_action_is_chosen_over_another_call(sampled, tmp_path):
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+    from poolbench_data.prefs.tool_pairs import tool_pairs
+    from poolbench_data.protocol.parsing import parse_action
+
+    root, _ = sampled
+    scenarios = read_rows(root, "scenarios", "train")
+    boards = {r["prompt"][1]["content"]: Scenario.from_row(r) for r in scenarios}
+
+    def reply(messages: list[dict], i: int) -> dict:  # a model that only ever calls, another own ball each turn
+        own = [b.id for b in boards[messages[1]["content"]].own()]
+        return _structured(own[sum(m["role"] == "tool" for m in messages) % len(own)], "rt")
+
+    out = tmp_path / "capped"
+    with recording_server(reply, _Sampler) as (url, _):
+        assert poolbench(["eval", "--backend", "openai", "--base_url", url, "--model", "m", "--tools", "--seed", "3",
+                          "--n", "8", "--samples", "2", "--max_tool_calls", "2", "--baselines", "random",
+                          "--boards", "0", "--out", str(out), "--quiet"]) == 0
+    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    assert tool_pairs(scenarios, threads, traces, ["tool-on-policy"]) == []  # no answer parsed: nothing to compare
+    pairs = tool_pairs(scenarios, threads, traces, ["tool-at-cap"])
+    # both samples are the same conversation: one pair a board, where the action beat the call at all
+    assert pairs and len({p["scenario_id"] for p in pairs}) == len(pairs)
+    for p in pairs:
+        s = Scenario.from_row(next(r for r in scenarios if r["id"] == p["scenario_id"]))
+        results = [json.loads(m["content"]) for m in p["prompt"] if m["role"] == "tool"]
+        assert [r["calls_left"] for r in results] == [1, 0] and p["turn"] == 2
+        (chosen,), (rejected,) = p["chosen"], p["rejected"]
+        assert tool_calls(rejected["content"]) and p["rejected_outcome"]["parse_status"] != "ok"
+        shot = parse_action(chosen["content"], s).shot
+        called = [(r["target_ball"], r["pocket"]) for r in results if "error" not in r]
+        assert (shot.target_ball, shot.target_pocket) in called and p["chosen_model"] == "tool_oracle"
+        assert p["chosen_outcome"]["parse_status"] == "ok" and p["margin"] > 0
+        assert p["chosen_decision"].startswith("answer") and p["rejected_decision"].startswith("call")
 
 
 def test_every_tool_turn_in_a_prompt_is_the_tools_answer(pairs, sampled):
@@ -197,7 +237,8 @@ def test_every_tool_turn_in_a_prompt_is_the_tools_answer(pairs, sampled):
         for k, m in enumerate(msgs):
             if m["role"] == "tool":
                 (call,) = tool_calls(msgs[k - 1]["content"])
-                assert json.loads(m["content"]) == run_call(boards[p["scenario_id"]], call)
+                made = sum(1 for x in msgs[:k] if x["role"] == "assistant" and tool_calls(x["content"]))
+                assert json.loads(m["content"]) == turn_result(boards[p["scenario_id"]], call, MAX_CALLS - made)
 
 
 def _rewritten(out: Path, dest: Path, edit) -> Path:
@@ -227,6 +268,14 @@ def test_bad_sample_folders_are_refused_in_one_line(sampled, tmp_path, capsys):
         return r
 
     err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(_rewritten(out, tmp_path / "t", tamper)))
+    assert "recorded tool answer differs" in err
+
+    def before_calls_left(r):  # a run of the tool before it said calls_left: the model saw other turns
+        return {**r, "calls": [{**c, "result": {k: v for k, v in c["result"].items() if k != "calls_left"}}
+                               for c in r["calls"]]}
+
+    err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir",
+                 str(_rewritten(out, tmp_path / "n", before_calls_left)))
     assert "recorded tool answer differs" in err
     err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir",
                  str(_rewritten(out, tmp_path / "f", lambda r: {**r, "scenario_id": "pb0-000000"})))

@@ -18,7 +18,7 @@ import pytest
 from poolbench_data.boards.splits import SplitLeakError
 from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.llm.player import conversations
-from poolbench_data.llm.tools import MAX_CALLS, run_call, tool_calls, with_tool_note
+from poolbench_data.llm.tools import MAX_CALLS, tool_calls, turn_result, with_tool_note
 from poolbench_data.prefs import check_sft
 from poolbench_data.prefs.tool_sft import DemonstrationError, clear, tool_demo, tool_sft_rows, verify_tool_row
 from poolbench_data.protocol.parsing import parse_action
@@ -72,20 +72,23 @@ def test_every_row_is_a_legal_pot_written_with_the_tools_aim(rows, scenario_rows
     assert len(rows) >= 8  # most boards have a direct pot the tool's geometry finds
     for row in rows:
         s = board(scenario_rows, row["scenario_id"])
+        verify_tool_row(row, s)  # the simulator agrees, replayed from the stored row; every calls_left as the eval's
+        if row["demonstration"] == "at_cap":  # the action due at the cap, whatever the simulator makes of it
+            continue
         msgs = row["messages"]
         # The conversation the evaluator sends with --tools, then the model's turns.
         assert [{"role": m["role"], "content": m["content"]} for m in msgs[:2]] == \
             with_tool_note(conversations([s]))[0]
         answered_call = tool_calls(msgs[-3]["content"])[0]["arguments"]
         result = json.loads(msgs[-2]["content"])
-        assert clear(result) and result == run_call(s, {"name": "ghost_ball", "arguments": answered_call})
+        call = {"name": "ghost_ball", "arguments": answered_call}
+        assert clear(result) and result == turn_result(s, call, MAX_CALLS - row["calls"])
         shot = parse_action(msgs[-1]["content"], s).shot
         assert shot.phi == pytest.approx(result["potting_point_aim_angle_deg"], abs=1e-9)
         assert (shot.target_ball, shot.target_pocket) == (answered_call["target_ball"], answered_call["pocket"])
         assert (row["target_ball"], row["pocket"], row["cue_speed"]) == (shot.target_ball, shot.target_pocket,
                                                                          shot.V0)
         assert row["clean_pot"] and row["own_potted"] and not row["foul"] and row["split"] == "train"
-        verify_tool_row(row, s)  # the simulator agrees, replayed from the stored row
 
 
 def test_mistaken_first_calls_are_shown_not_trained(scenario_rows):
@@ -94,7 +97,8 @@ def test_mistaken_first_calls_are_shown_not_trained(scenario_rows):
         s = Scenario.from_row(s_row)
         oracle = Shot.from_row(s_row["oracle_shot"])
         for blocked, error, again in ((1.0, 0.0, 0.0), (1.0, 0.0, 1.0), (0.0, 1.0, 1.0)):
-            demo = tool_demo(s, oracle, seed=0, blocked_share=blocked, error_share=error, again_share=again)
+            demo = tool_demo(s, oracle, seed=0, blocked_share=blocked, error_share=error, again_share=again,
+                             cap_share=0.0)
             if demo is None or demo.kind == "direct":
                 continue
             seen.add((demo.kind, len(demo.calls)))
@@ -108,6 +112,37 @@ def test_mistaken_first_calls_are_shown_not_trained(scenario_rows):
                 assert not clear(answer) and ("error" in answer) == (demo.kind == "after_error")
             assert clear(answers[-1])
     assert seen == {("after_blocked", 2), ("after_blocked", 3), ("after_error", 2)}
+
+
+def test_at_the_cap_with_nothing_open_the_action_is_written_not_a_fourth_call(scenario_rows):
+    from poolbench_data.llm.tools import tool_answer
+
+    seen = 0
+    for s_row in scenario_rows:
+        s = Scenario.from_row(s_row)
+        demo = tool_demo(s, Shot.from_row(s_row["oracle_shot"]), seed=0, blocked_share=1.0, again_share=1.0,
+                         cap_share=1.0)
+        if demo is None or demo.kind != "at_cap":
+            continue
+        seen += 1
+        msgs = demo.messages()
+        results = [json.loads(m["content"]) for m in msgs if m["role"] == "tool"]
+        # every call shown, none trained, none open; the last result says no calls are left
+        assert len(demo.calls) == demo.context_calls == MAX_CALLS and len(set(demo.calls)) == MAX_CALLS
+        assert [r["calls_left"] for r in results] == list(range(MAX_CALLS - 1, -1, -1))
+        assert not any(clear(r) for r in results)
+        assert [m["context"] for m in msgs if m["role"] == "assistant"] == [True] * MAX_CALLS + [False]
+        # the trained turn is an action on a called shot with the tool's aim: the free cue path with the smallest
+        # cut, else the last called
+        shot = parse_action(msgs[-1]["content"], s).shot
+        free = [(r["cut_angle_deg"], k) for k, r in enumerate(results) if not r["cue_path_blocked_by"]]
+        k = min(free)[1] if free else MAX_CALLS - 1
+        assert (shot.target_ball, shot.target_pocket) == demo.calls[k]
+        assert shot.phi == pytest.approx(tool_answer(s, *demo.calls[k])["potting_point_aim_angle_deg"], abs=1e-9)
+        row = demo.to_row("train")
+        assert (row["target_ball"], row["pocket"], row["calls"]) == (*demo.calls[k], MAX_CALLS)
+        verify_tool_row(row, s)  # its recorded outcome, whatever it is, replays
+    assert seen >= 3
 
 
 def test_same_seed_same_rows_and_the_seed_moves_the_mistakes(scenario_rows):

@@ -16,7 +16,7 @@ from poolbench_data.core.candidates import MAX_CUT, candidates
 from poolbench_data.core.records import CUE
 from poolbench_data.core.table import POCKET_IDS, geometry
 from poolbench_data.llm.backend import tool_call_text
-from poolbench_data.llm.tools import TOOL_NOTE, TOOLS, ghost_ball, run_call, tool_calls
+from poolbench_data.llm.tools import MAX_CALLS, TOOL_NOTE, TOOLS, ghost_ball, run_call, tool_calls
 from poolbench_data.protocol.prompts import SYSTEM_PROMPT
 from test_experiments import _Recorder, _board, recording_server
 
@@ -116,7 +116,8 @@ def test_tool_loop_through_eval(tmp_path):
     assert asked["role"] == "assistant" and asked["tool_calls"][0]["function"]["name"] == "ghost_ball"
     assert answer["role"] == "tool" and answer["tool_call_id"] == asked["tool_calls"][0]["id"]
     s = _board(second[0]["messages"])
-    assert json.loads(answer["content"]) == ghost_ball(s, s.object_balls[0].id, "rt")
+    # the model is told how many calls are left (the default cap less this one), then the tool's answer
+    assert json.loads(answer["content"]) == {"calls_left": MAX_CALLS - 1, **ghost_ball(s, s.object_balls[0].id, "rt")}
     rows = [json.loads(x) for x in (tmp_path / "llm_traces.jsonl").read_text().splitlines()]
     assert [r["parse_status"] for r in rows] == ["ok", "ok"] and all(r["sim_status"] == "ok" for r in rows)
     calls = [json.loads(x) for x in (tmp_path / "tool_calls.jsonl").read_text().splitlines()]
@@ -133,6 +134,8 @@ def test_calls_stop_at_max_tool_calls(tmp_path):
     assert all(r["parse_status"] != "ok" for r in rows)  # still calling: no action to play
     calls = [json.loads(x) for x in (tmp_path / "tool_calls.jsonl").read_text().splitlines()]
     assert all(len(c["calls"]) == 2 and "not an object ball" in c["calls"][0]["result"]["error"] for c in calls)
+    # the count runs down from the run's cap: the last result says the next turn is the action
+    assert all([x["result"]["calls_left"] for x in c["calls"]] == [1, 0] for c in calls)
 
 
 class _RejectToolTurns(_ToolRecorder):

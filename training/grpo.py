@@ -77,6 +77,9 @@ def make_trainer(
     """
     from trl import GRPOTrainer
 
+    from functools import partial
+
+    from poolbench_data.llm.tools import MAX_CALLS
     from poolbench_data.prefs.env import PoolBenchEnv, tool_physics_reward, tool_prompts
     from poolbench_data.prefs.reward import physics_reward
 
@@ -106,7 +109,9 @@ def make_trainer(
         GRPOTrainer, script_args, training_args, model_args, model_path, tokenizer, train_dataset, eval_dataset,
         reward_funcs=list(reward_funcs) if reward_funcs is not None else
         [tool_physics_reward if script_args.tool_env else physics_reward],
-        environment_factory=PoolBenchEnv if script_args.tool_env else None,
+        # The environment's calls_left counts down from TRL's cap on tool turns, as the evaluator's from its own.
+        environment_factory=partial(PoolBenchEnv, max_calls=training_args.max_tool_calling_iterations or MAX_CALLS)
+        if script_args.tool_env else None,
     )
     return trainer, tokenizer
 

@@ -29,8 +29,8 @@ speed and calls the ghost_ball tool for the angle.
   sft        training/sft.py with --tools_sft_recipe, --sft_examples of them
   eval_sft   `poolbench eval --tools` of the tool-SFT model (with Random and both Heuristics)
   samples    the tool-SFT model on --sample_n train boards, --samples tool-using conversations each
-  pairs      builders/build_pairs.py --tool_eval_dir: best against worst sample, at the turn where their
-             choices part (config pairs_tools)
+  pairs      builders/build_pairs.py --tool_eval_dir: every two samples that score differently, at the turn
+             where their choices part, and the action against a call written at the cap (config pairs_tools)
   dpo        training/dpo.py with --tools_dpo_recipe from the tool-SFT model
   eval_dpo   `poolbench eval --tools` of the DPO model
   grpo       training/grpo.py --tool_env from the tool-SFT model, --grpo_steps steps (PoolBenchEnv)

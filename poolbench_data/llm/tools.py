@@ -10,9 +10,9 @@ tool-trained open models write and what the OpenAI backend turns a
 structured `tool_calls` answer into, so both backends share one loop.
 
 Each (board, sample) thread continues until an answer holds no call or
-`max_calls` calls were made; the last answer is parsed and played like any
-other. Calls and results are kept per shot (`ToolThread`) for the run's
-`tool_calls.jsonl`.
+`max_calls` turns called; the last answer is parsed and played like any
+other. Every result tells the model its `calls_left`. Calls and results are
+kept per shot (`ToolThread`) for the run's `tool_calls.jsonl`.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ TOOL_NOTE = (
     "pocket's potting point between the jaws: it pots more often), cut_angle_deg, and the balls blocking the cue "
     "ball's path and the target's path. To call it, write only "
     '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "3", "pocket": "rt"}}</tool_call> '
-    "and wait for the result. When you are ready, answer with the JSON action as instructed."
+    "and wait for the result. Each result also says calls_left, how many more calls you may make: at 0 the "
+    "next turn must be the JSON action. When you are ready, answer with the JSON action as instructed."
 )
 MAX_CALLS = 3  # tool calls a shot may make by default; the answer is the turn after the last
 # Tokens a tool result adds to the conversation (a result is ~70 tokens with
@@ -108,6 +109,13 @@ def ghost_ball(scenario: Scenario, target_ball, pocket) -> dict:
             "cut_angle_deg": round(c.cut, 1),
             "cue_path_blocked_by": list(c.cue_blockers), "target_path_blocked_by": list(c.pocket_blockers),
             "ghost_ball_free": c.ghost_ok}
+
+
+def turn_result(scenario: Scenario, call: dict, calls_left: int) -> dict:
+    """A call's result as the model reads it in the conversation: `calls_left` (the turns that may still call;
+    at 0 the next turn is read as the action) before the tool's own answer. The tool-SFT model, never told
+    the cap, wrote a fourth call where the action was due on 59 of 200 shots (docs/training.md)."""
+    return {"calls_left": calls_left, **run_call(scenario, call)}
 
 
 def run_call(scenario: Scenario, call: dict) -> dict:
@@ -175,7 +183,7 @@ def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], back
                                                               "arguments": json.dumps(c.get("arguments") or {})}}
                 for cid, c in zip(ids, made)]})
             for cid, c in zip(ids, made):
-                result = run_call(scenarios[t.board], c)
+                result = turn_result(scenarios[t.board], c, max_calls - turn)
                 t.calls.append({"arguments": c.get("arguments"), "result": result})
                 t.conv.append({"role": "tool", "tool_call_id": cid, "content": json.dumps(result)})
         gen = backend.generate([t.conv for t in live], n=1, temperature=settings.temperature,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 
 from poolbench_data.core.records import Scenario
-from poolbench_data.llm.tools import tool_answer, tool_calls, with_tool_note
+from poolbench_data.llm.tools import MAX_CALLS, tool_answer, tool_calls, with_tool_note
 from poolbench_data.prefs.reward import score_completion
 
 BOARD_COLUMNS = ("id", "category", "seed", "cue_ball", "balls")
@@ -34,7 +34,10 @@ class PoolBenchEnv:
     """One rollout's board: `reset` deals it, `ghost_ball` is the tool. Every public method is a tool to TRL,
     so the scoring lives outside (`tool_physics_reward`)."""
 
-    def __init__(self):
+    def __init__(self, max_calls: int = MAX_CALLS):
+        # The cap the result's `calls_left` counts down from: set it to GRPOConfig.max_tool_calling_iterations
+        # (training/grpo.py does), as the evaluator's to its --max_tool_calls.
+        self.max_calls = max_calls
         self.scenario: Scenario | None = None
         self.calls: list[dict] = []
 
@@ -56,13 +59,16 @@ class PoolBenchEnv:
             pocket: pocket id: lb, lc, lt, rb, rc, rt
 
         Returns:
-            JSON: the aim angle from the cue ball to the ghost ball aimed at the pocket centre, and aimed at the
-            pocket's potting point (which pots more often), the cut angle, the balls blocking the cue ball's path
-            and the target's path, and whether the ghost ball is free; or an error.
+            JSON: the calls left, whether the shot is open, the aim angle from the cue ball to the ghost ball aimed
+            at the pocket centre, and aimed at the pocket's potting point (which pots more often), the cut angle,
+            the balls blocking the cue ball's path and the target's path, and whether the ghost ball is free; or an
+            error.
         """
         if self.scenario is None:
             raise RuntimeError("ghost_ball called before reset: no board dealt")
-        result = tool_answer(self.scenario, target_ball, pocket)
+        # As the evaluator's turn_result; TRL runs one call a turn in practice, so calls count as turns here.
+        left = max(self.max_calls - len(self.calls) - 1, 0)
+        result = {"calls_left": left, **tool_answer(self.scenario, target_ball, pocket)}
         self.calls.append({"arguments": {"target_ball": target_ball, "pocket": pocket}, "result": result})
         return json.dumps(result)
 

@@ -36,6 +36,13 @@ playing what follows it (that shot written with the tool's aim at the
 thread's speed; at the eval's call cap the call itself, read as the action:
 no shot). With both sources on, each keeps as many pairs as the other has.
 
+`tool-at-cap`: where a thread's last tool result said `calls_left` 0 and the
+model wrote yet another call (read as its action: no shot, unparseable), the
+action the demonstrations write there (`tool_sft.cap_answer`: a called shot
+with the tool's aim) is chosen over that call. These threads never enter
+on-policy pairs (their answer did not parse), so nothing else teaches the cap;
+the model's SFT wrote such a call on 59 of 200 held-out shots.
+
 Whatever the sources, the builder keeps `balance_kinds`: of the pairs whose
 two sides differ in kind (a call against an answer) at most
 `check.MAX_TURN_KIND_SHARE` choose the same kind (the smallest physics
@@ -50,19 +57,20 @@ from collections.abc import Mapping, Sequence
 
 from poolbench_data.boards.splits import SplitLeakError, leak_problem
 from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.llm.tools import MAX_CALLS, run_call, tool_answer, tool_calls, with_tool_note
+from poolbench_data.llm.tools import tool_answer, tool_calls, turn_result, with_tool_note
 from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
 from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, chosen_kind, turn_kinds
 from poolbench_data.prefs.pairs import _pair, answered, fine_score, physics_score
-from poolbench_data.prefs.tool_sft import AIM_FIELD, blocked_calls, call_text, clear, find_pot
+from poolbench_data.prefs.tool_sft import AIM_FIELD, blocked_calls, call_text, cap_answer, clear, find_pot
 from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import format_action, messages
 
 SOURCE = "tool-on-policy"
 RECOVERY = "tool-recovery"
 ANSWER = "tool-answer"
-TOOL_SOURCES = (SOURCE, RECOVERY, ANSWER)
+AT_CAP = "tool-at-cap"
+TOOL_SOURCES = (SOURCE, RECOVERY, ANSWER, AT_CAP)
 
 
 class ThreadMismatch(ValueError):
@@ -71,14 +79,16 @@ class ThreadMismatch(ValueError):
 
 def thread_messages(scenario: Scenario, thread: Mapping) -> list[dict]:
     """The conversation the model had: prompt with the tool's paragraph, each turn, the tool's answers, the final
-    answer. Raise ThreadMismatch when a recorded result is not what the tool answers now."""
+    answer. Raise ThreadMismatch when a recorded result is not what the tool answers now (its `calls_left` is the
+    run's: the cap is a setting of the eval)."""
     conv = [{"role": m["role"], "content": m["content"]} for m in with_tool_note([messages(scenario)])[0]]
     recorded = iter(thread["calls"])
     for text in thread["turns"]:
         conv.append({"role": "assistant", "content": text})
         for call in tool_calls(text):
-            result = run_call(scenario, call)
-            if next(recorded, {}).get("result") != result:
+            was = next(recorded, {}).get("result") or {}
+            result = turn_result(scenario, call, was.get("calls_left"))
+            if was != result:
                 raise ThreadMismatch(f"board {scenario.id!r} sample {thread['sample']}: the recorded tool answer "
                                      "differs from the tool's (a run with another tool version?); re-run the eval")
             conv.append({"role": "tool", "content": json.dumps(result)})
@@ -125,29 +135,67 @@ def _usable_threads(threads: Sequence[Mapping], traces: Sequence[Mapping]) -> di
     return grouped
 
 
+def _capped_threads(threads: Sequence[Mapping], traces: Sequence[Mapping]) -> dict[str, list]:
+    """board -> [(thread, trace)] of the threads that wrote a call where their action was due."""
+    by_thread = {(t["scenario_id"], t["player"], t["sample"]): t for t in traces if t.get("player_kind") == "llm"}
+    out: dict[str, list] = {}
+    for th in sorted(threads, key=lambda t: (t["player"], t["sample"])):
+        tr = by_thread.get((th["scenario_id"], th["player"], th["sample"]))
+        if (tr is not None and not th["request_failed"] and th["calls"] and at_cap(th["calls"])
+                and tool_calls(th["final_response"])):
+            out.setdefault(th["scenario_id"], []).append((th, tr))
+    return out
+
+
+def _at_cap(row: dict, scenario: Scenario, samples: list) -> list[dict]:
+    """For each distinct conversation that called again at the cap: the demonstrations' action there against
+    that call."""
+    out, seen = [], set()
+    for thread, trace in samples:
+        conv = thread_messages(scenario, thread)
+        key = json.dumps(conv)
+        answer = cap_answer(scenario, [_called(c) for c in thread["calls"]])
+        if answer is None or key in seen:
+            continue
+        seen.add(key)
+        chosen = _played_row(row, scenario, answer[0], "tool_oracle")
+        if fine_score(chosen) <= fine_score(trace):
+            continue
+        model = trace.get("model") or thread["player"]
+        pair = _pair(row, answer[0], thread["final_response"], chosen, trace, AT_CAP, "tool_oracle", model,
+                     prompt=conv[:-1])
+        shot = answer[1]
+        out.append({**pair, "turn": len(thread["turns"]),
+                    "chosen_decision": _described(("answer", shot.target_ball, shot.phi, shot.V0)),
+                    "rejected_decision": _described(("call", *_called(tool_calls(thread["final_response"])[0])))})
+    return out
+
+
 def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping],
-               sources: Sequence[str] = TOOL_SOURCES, max_calls: int = MAX_CALLS) -> list[dict]:
-    """The pairs of `sources`, board by board (module docstring). `max_calls`: the eval's cap on calls, so a
-    recovery call is never taught where the evaluator would not run it."""
+               sources: Sequence[str] = TOOL_SOURCES) -> list[dict]:
+    """The pairs of `sources`, board by board (module docstring). A thread whose last tool result said
+    `calls_left` 0 was at the eval's cap: a recovery call is never taught where the evaluator would not run it."""
     unknown = [x for x in sources if x not in TOOL_SOURCES]
     if unknown:
         raise ValueError(f"unknown tool pair source(s) {unknown}; available: {', '.join(TOOL_SOURCES)}")
     grouped = _usable_threads(threads, traces)
+    capped = _capped_threads(threads, traces) if AT_CAP in sources else {}
     out: list[dict] = []
     by_source: dict[str, list[dict]] = {RECOVERY: [], ANSWER: []}
     for row in scenarios:
         if leak := leak_problem(row, None, id_key="id"):
             raise SplitLeakError(f"scenario {row['id']!r}: {leak}; pairs come from train boards")
-        if row["id"] not in grouped:
+        if row["id"] not in grouped and row["id"] not in capped:
             continue
         scenario = Scenario.from_row(row)
-        for player, samples in sorted(grouped[row["id"]].items()):
+        out += _at_cap(row, scenario, capped.get(row["id"], []))
+        for player, samples in sorted(grouped.get(row["id"], {}).items()):
             if SOURCE in sources:
                 out += _on_policy(row, scenario, player, samples)
             if RECOVERY in sources:
-                by_source[RECOVERY] += _recoveries(row, scenario, samples, max_calls)
+                by_source[RECOVERY] += _recoveries(row, scenario, samples)
             if ANSWER in sources:
-                by_source[ANSWER] += _answers_now(row, scenario, samples, max_calls)
+                by_source[ANSWER] += _answers_now(row, scenario, samples)
     if RECOVERY in sources and ANSWER in sources:  # as many answers chosen as calls: the condition decides
         n = min(map(len, by_source.values()))
         by_source = {k: v[:n] for k, v in by_source.items()}
@@ -195,12 +243,12 @@ def _on_policy(row: dict, scenario: Scenario, player: str, samples: list) -> lis
     return out
 
 
-def _recoveries(row: dict, scenario: Scenario, samples: list, max_calls: int) -> list[dict]:
+def _recoveries(row: dict, scenario: Scenario, samples: list) -> list[dict]:
     """A recovery pair for each distinct thread that answered after an unclear tool answer and did not pot."""
     out, seen, demo = [], set(), None
     for thread, trace in samples:
         calls = thread["calls"]
-        if clear(calls[-1]["result"]) or len(calls) >= max_calls or physics_score(trace) >= 3:
+        if clear(calls[-1]["result"]) or at_cap(calls) or physics_score(trace) >= 3:
             continue
         if demo is None:  # once a board, and only for a board that needs it: the search simulates
             demo = _demonstrated(row, scenario)
@@ -222,7 +270,7 @@ def _recoveries(row: dict, scenario: Scenario, samples: list, max_calls: int) ->
     return out
 
 
-def _answers_now(row: dict, scenario: Scenario, samples: list, max_calls: int) -> list[dict]:
+def _answers_now(row: dict, scenario: Scenario, samples: list) -> list[dict]:
     """A pair for each distinct thread that answered after a clear tool answer and potted legally: its answer
     against a further call for a blocked own shot (module docstring)."""
     out, seen = [], set()
@@ -239,7 +287,7 @@ def _answers_now(row: dict, scenario: Scenario, samples: list, max_calls: int) -
         seen.add(key)
         ball, pocket = blocked[0]
         further = call_text(ball, pocket)
-        if len(calls) >= max_calls:  # the evaluator reads the turn after the last call as the action
+        if at_cap(calls):  # the evaluator reads the turn after the last call as the action
             follows = further
         else:
             result = tool_answer(scenario, ball, pocket)
@@ -254,6 +302,11 @@ def _answers_now(row: dict, scenario: Scenario, samples: list, max_calls: int) -
         out.append({**pair, "turn": len(thread["turns"]), "chosen_decision": _described(decisions(thread, trace)[-1]),
                     "rejected_decision": _described(("call", ball, pocket))})
     return out
+
+
+def at_cap(calls: Sequence[Mapping]) -> bool:
+    """The thread's last tool result said no calls were left: its next turn is read as the action."""
+    return calls[-1]["result"].get("calls_left", 1) <= 0
 
 
 def _called(call: Mapping) -> tuple[str, str]:

@@ -16,6 +16,14 @@ each at the Oracle's speeds; the first whose tool answer is clear (no ball in
 either path, ghost ball free) and whose written action, parsed and simulated
 as the evaluator would, pots an own ball without a foul. A board with none
 gives no row.
+
+Every tool turn says `calls_left` as the evaluator does (`llm.tools.turn_result`,
+cap MAX_CALLS). A share of the demonstrations that ask for blocked shots first
+reach the cap with nothing open (`at_cap`): all three calls are context, and
+the trained turn is the action the evaluator reads there, for the called shot
+whose cue path is free (the smallest cut; else the last called), at the speed
+the simulator plays best. Those rows are not all pots: their outcome is what
+the simulator gives, recorded and replayed like any other.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from poolbench_data.core.candidates import MAX_CUT, candidate, candidates
 from poolbench_data.core.records import PLAYER_GROUP, Metrics, Scenario, Shot
 from poolbench_data.core.table import POCKET_IDS
 from poolbench_data.core.vocab import group_of
-from poolbench_data.llm.tools import TOOL_NAME, run_call, tool_answer, tool_calls, with_tool_note
+from poolbench_data.llm.tools import MAX_CALLS, TOOL_NAME, tool_answer, tool_calls, turn_result, with_tool_note
 from poolbench_data.players.baselines import ORACLE_SPEEDS, ORACLE_TOP_K
 from poolbench_data.players.play import play_shot
 from poolbench_data.protocol.parsing import parse_action
@@ -46,6 +54,10 @@ RETRY_ERROR_SHARE = 0.1  # ... first names a ball that is not on the table
 # (three calls, the evaluator's cap). With one blocked call only, the tool-SFT model called again after a
 # blocked report but answered after its second report on most shots, open or not (docs/training.md).
 RETRY_AGAIN_SHARE = 0.5
+# Of those asking for two blocked shots, the share whose third call is blocked too: the action is due at the cap
+# with nothing open. Without such rows the tool-SFT model wrote a fourth call there on 59 of 200 held-out shots
+# (no action; docs/training.md).
+AT_CAP_SHARE = 0.5
 OUTCOMES = ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot")
 # The tool's aim the demonstrations copy: the potting point pots 64.3% of the clear shots tried against the
 # centre's 43.6% (llm.tools.ghost_ball).
@@ -78,20 +90,20 @@ class ToolDemo:
     answer: str  # the protocol's JSON action
     shot: Shot
     metrics: Metrics
-    kind: str  # direct | after_blocked | after_error
+    kind: str  # direct | after_blocked | after_error | at_cap
 
     def messages(self) -> list[dict]:
         conv = with_tool_note([messages(self.scenario)])[0]
         out = [{"role": m["role"], "content": m["content"], "context": False} for m in conv]
         for k, (ball, pocket) in enumerate(self.calls):
             out.append({"role": "assistant", "content": call_text(ball, pocket), "context": k < self.context_calls})
-            out.append({"role": "tool", "content": json.dumps(tool_answer(self.scenario, ball, pocket)),
-                        "context": False})
+            result = turn_result(self.scenario, tool_calls(call_text(ball, pocket))[0], MAX_CALLS - k - 1)
+            out.append({"role": "tool", "content": json.dumps(result), "context": False})
         out.append({"role": "assistant", "content": self.answer, "context": False})
         return out
 
     def to_row(self, split: str) -> dict:
-        ball, pocket = self.calls[-1]
+        ball, pocket = self.shot.target_ball, self.shot.target_pocket
         return {"messages": self.messages(), "scenario_id": self.scenario.id, "category": self.scenario.category,
                 "split": split, "demonstration": self.kind, "calls": len(self.calls), "target_ball": ball,
                 "pocket": pocket, "cue_speed": self.shot.V0, **{k: bool(getattr(self.metrics, k)) for k in OUTCOMES},
@@ -138,6 +150,29 @@ def find_pot(scenario: Scenario, oracle_shot: Shot | None = None) -> tuple[str, 
     return None
 
 
+def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str]]) -> tuple[str, Shot, Metrics] | None:
+    """The action at the cap after `calls` none of which was open: the called shot whose cue path is free (the
+    smallest cut; else the last called without an error) with the tool's aim, at the speed whose outcome is best
+    in the simulator (a legal pot, then legal contact, then no foul; the slowest of equals). None when every call
+    was an error (no aim was shown)."""
+    results = [tool_answer(scenario, ball, pocket) for ball, pocket in calls]
+    valid = [k for k, r in enumerate(results) if "error" not in r]
+    if not valid:
+        return None
+    free = [k for k in valid if not results[k]["cue_path_blocked_by"]]
+    k = min(free, key=lambda k: results[k]["cut_angle_deg"]) if free else valid[-1]
+    (ball, pocket), result = calls[k], results[k]
+    best = None
+    for speed in ORACLE_SPEEDS:
+        answer = format_action(Shot(phi=result[AIM_FIELD], V0=speed, target_ball=ball, target_pocket=pocket),
+                               scenario)
+        shot, m = played(scenario, answer)
+        key = (m.clean_pot, m.legal_contact, not m.foul)
+        if best is None or key > best[0]:
+            best = (key, answer, shot, m)
+    return best[1:]
+
+
 def blocked_calls(scenario: Scenario, chosen: tuple[str, str]) -> list[tuple[str, str]]:
     """Own-ball (ball, pocket) pairs within the candidates' cut whose tool answer is not clear."""
     out = []
@@ -156,12 +191,14 @@ def _absent_own(scenario: Scenario) -> list[str]:
 
 
 def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_share: float = RETRY_BLOCKED_SHARE,
-              error_share: float = RETRY_ERROR_SHARE, again_share: float = RETRY_AGAIN_SHARE) -> ToolDemo | None:
+              error_share: float = RETRY_ERROR_SHARE, again_share: float = RETRY_AGAIN_SHARE,
+              cap_share: float = AT_CAP_SHARE) -> ToolDemo | None:
     """One board's demonstration, or None when the tool's geometry gives no legal pot there.
 
     With probability `blocked_share` (where the board has one) the model first asks for an own ball and pocket
-    the tool reports blocked, then asks again (with `again_share` of those, for a second blocked shot first);
-    with `error_share` it first names a ball not on the table. The mistaken calls are context, not trained. The
+    the tool reports blocked, then asks again (with `again_share` of those, for a second blocked shot first, and
+    with `cap_share` of these for a third: the action at the cap, `cap_answer`); with `error_share` it first names
+    a ball not on the table. The mistaken calls are context, not trained. The
     draw uses its own RNG from (seed, the board's seed)."""
     found = find_pot(scenario, oracle_shot)
     if found is None:
@@ -176,7 +213,11 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
         if options:
             mistakes, kind = [options.pop(int(rng.integers(len(options))))], "after_blocked"
             if options and float(rng.random()) < again_share:
-                mistakes.append(options[int(rng.integers(len(options)))])
+                mistakes.append(options.pop(int(rng.integers(len(options)))))
+                if options and len(mistakes) + 1 == MAX_CALLS and float(rng.random()) < cap_share:
+                    mistakes.append(options[int(rng.integers(len(options)))])
+                    answer, shot, m = cap_answer(scenario, mistakes)
+                    return ToolDemo(scenario, tuple(mistakes), len(mistakes), answer, shot, m, "at_cap")
     elif u < blocked_share + error_share:
         absent = _absent_own(scenario)
         if absent:
@@ -211,7 +252,8 @@ def verify_tool_row(row: Mapping, scenario: Scenario) -> None:
         if m["role"] != "tool":
             continue
         calls = tool_calls(msgs[k - 1]["content"]) if k and msgs[k - 1]["role"] == "assistant" else []
-        if len(calls) != 1 or json.loads(m["content"]) != run_call(scenario, calls[0]):
+        made = sum(1 for x in msgs[:k] if x["role"] == "assistant" and tool_calls(x["content"]))
+        if len(calls) != 1 or json.loads(m["content"]) != turn_result(scenario, calls[0], MAX_CALLS - made):
             raise DemonstrationError(f"{where}: message {k} is not the tool's answer to the call before it")
     if not msgs or msgs[-1]["role"] != "assistant" or tool_calls(msgs[-1]["content"]):
         raise DemonstrationError(f"{where}: the conversation does not end with the model's action")
