@@ -58,9 +58,11 @@ def build(args: ScriptArguments) -> None:
         counts = write_config(folder, "sft_tools", {args.split: rows}, "sft_tools",
                               provenance(split=args.split, seed=args.seed))
         kinds = Counter(r["demonstration"] for r in rows)
-        print(f"sft_tools/{args.split}: {counts[args.split]} tool demonstrations, every one a legal pot "
-              f"({kinds['after_blocked']} after a blocked call, {kinds['after_error']} after an error) from "
-              f"{len(scenarios)} scenarios ({len(scenarios) - len(rows)} without a tool-derived pot)")
+        pots = sum(r["clean_pot"] for r in rows)
+        print(f"sft_tools/{args.split}: {counts[args.split]} tool demonstrations, {pots} of them legal pots "
+              f"({kinds['after_blocked']} after a blocked call, {kinds['after_error']} after an error, "
+              f"{kinds['at_cap']} writing the action at the call cap with nothing open) from {len(scenarios)} "
+              f"scenarios ({len(scenarios) - len(rows)} without a tool-derived pot)")
     else:
         rows = sft_rows(scenarios, read_rows(folder, "traces", args.split), args.split)
         counts = write_config(folder, "sft", {args.split: rows}, "sft", provenance(split=args.split))
