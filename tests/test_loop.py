@@ -229,6 +229,13 @@ def test_examples_are_steps_times_the_batch_record_beside_the_checkpoints(tmp_pa
     assert examples_seen(ckpt) is None  # steps known, batch unknown: never a guess
     (run / BATCH_RECORD).write_text(json.dumps({"examples_per_step": 4}))
     assert examples_seen(ckpt) == 120
+    # 321 rows at 4 a step: 81 steps, the last of one row; the run saw 321, not 324 (the pilot said 324)
+    (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": 30, "epoch": 30 / 81}))
+    (run / "trainer_state.json").write_text(json.dumps({"global_step": 81, "epoch": 1.0}))
+    (run / "train_results.json").write_text(json.dumps({"train_rows_kept": 321}))
+    assert examples_seen(ckpt) == 120 and examples_seen(run) == 321
+    (run / "trainer_state.json").write_text(json.dumps({"global_step": 100, "epoch": 100 / 81}))
+    assert examples_seen(run) == 400  # into a second epoch: steps times the batch again
 
 
 def test_the_script_is_the_librarys_command(tmp_path):

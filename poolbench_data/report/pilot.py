@@ -4,6 +4,7 @@ evaluations of the same shots, the supervised-budget table, and the pilot JSONs 
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import subprocess
@@ -28,8 +29,16 @@ def examples_seen(run_dir: Path) -> int | None:
     record = next((p for p in (run_dir / BATCH_RECORD, run_dir.parent / BATCH_RECORD) if p.exists()), None)
     if record is None:
         return None
-    steps = json.loads(state.read_text())["global_step"]
-    return int(steps * json.loads(record.read_text())["examples_per_step"])
+    state = json.loads(state.read_text())
+    seen = int(state["global_step"] * json.loads(record.read_text())["examples_per_step"])
+    # An epoch's last batch may be short (321 rows at 4 a step are 81 steps, not 324 rows): a run that wrote
+    # how many rows it kept is capped at the epochs begun times those rows.
+    results = next((p for p in (run_dir / "train_results.json", run_dir.parent / "train_results.json")
+                    if p.exists()), None)
+    rows = json.loads(results.read_text()).get("train_rows_kept") if results is not None else None
+    if rows and state.get("epoch"):
+        seen = min(seen, math.ceil(state["epoch"] - 1e-6) * rows)
+    return seen
 
 
 def player_stats(rows: list[dict]) -> dict:
