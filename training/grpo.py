@@ -75,9 +75,9 @@ def make_trainer(
 
     `reward_funcs` defaults to [physics_reward]; a caller may wrap it (e.g. to record its outputs).
     """
-    from trl import GRPOTrainer
-
     from functools import partial
+
+    from trl import GRPOTrainer
 
     from poolbench_data.llm.tools import MAX_CALLS
     from poolbench_data.prefs.env import PoolBenchEnv, tool_physics_reward, tool_prompts

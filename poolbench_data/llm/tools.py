@@ -111,6 +111,11 @@ def ghost_ball(scenario: Scenario, target_ball, pocket) -> dict:
             "ghost_ball_free": c.ghost_ok}
 
 
+def call_of(target_ball: str, pocket: str) -> dict:
+    """The call ghost_ball(target_ball, pocket), as `tool_calls` reads it from a model's text."""
+    return {"name": TOOL_NAME, "arguments": {"target_ball": target_ball, "pocket": pocket}}
+
+
 def turn_result(scenario: Scenario, call: dict, calls_left: int) -> dict:
     """A call's result as the model reads it in the conversation: `calls_left` (the turns that may still call;
     at 0 the next turn is read as the action) before the tool's own answer. The tool-SFT model, never told

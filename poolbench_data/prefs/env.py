@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 
 from poolbench_data.core.records import Scenario
-from poolbench_data.llm.tools import MAX_CALLS, tool_answer, tool_calls, with_tool_note
+from poolbench_data.llm.tools import MAX_CALLS, call_of, tool_calls, turn_result, with_tool_note
 from poolbench_data.prefs.reward import score_completion
 
 BOARD_COLUMNS = ("id", "category", "seed", "cue_ball", "balls")
@@ -66,9 +66,9 @@ class PoolBenchEnv:
         """
         if self.scenario is None:
             raise RuntimeError("ghost_ball called before reset: no board dealt")
-        # As the evaluator's turn_result; TRL runs one call a turn in practice, so calls count as turns here.
+        # TRL runs one call a turn in practice, so calls count as turns here.
         left = max(self.max_calls - len(self.calls) - 1, 0)
-        result = {"calls_left": left, **tool_answer(self.scenario, target_ball, pocket)}
+        result = turn_result(self.scenario, call_of(target_ball, pocket), left)
         self.calls.append({"arguments": {"target_ball": target_ball, "pocket": pocket}, "result": result})
         return json.dumps(result)
 

@@ -120,31 +120,24 @@ def _described(d: tuple) -> str:
     return f"answer ball {d[1]} aim {d[2]} speed {d[3]}"
 
 
-def _usable_threads(threads: Sequence[Mapping], traces: Sequence[Mapping]) -> dict[str, dict[str, list]]:
-    """board -> player -> [(thread, trace)] of the usable threads, in sample order."""
+def _threads(threads: Sequence[Mapping], traces: Sequence[Mapping]) -> tuple[dict, dict]:
+    """(board -> player -> [(thread, trace)] of the usable threads, board -> [(thread, trace)] of the threads that
+    wrote a call where their action was due), each in sample order."""
     old = next((t for t in threads if "turns" not in t), None)
     if old is not None:
         raise ThreadMismatch(f"thread {old['scenario_id']!r} sample {old['sample']} has no `turns` (written by an "
                              "older poolbench eval); run `poolbench eval --tools` again")
     by_thread = {(t["scenario_id"], t["player"], t["sample"]): t for t in traces if t.get("player_kind") == "llm"}
-    grouped: dict[str, dict[str, list[tuple[Mapping, Mapping]]]] = {}
-    for th in sorted(threads, key=lambda t: t["sample"]):
-        tr = by_thread.get((th["scenario_id"], th["player"], th["sample"]))
-        if usable(th, tr):
-            grouped.setdefault(th["scenario_id"], {}).setdefault(th["player"], []).append((th, tr))
-    return grouped
-
-
-def _capped_threads(threads: Sequence[Mapping], traces: Sequence[Mapping]) -> dict[str, list]:
-    """board -> [(thread, trace)] of the threads that wrote a call where their action was due."""
-    by_thread = {(t["scenario_id"], t["player"], t["sample"]): t for t in traces if t.get("player_kind") == "llm"}
-    out: dict[str, list] = {}
+    usable_ones: dict[str, dict[str, list[tuple[Mapping, Mapping]]]] = {}
+    capped: dict[str, list[tuple[Mapping, Mapping]]] = {}
     for th in sorted(threads, key=lambda t: (t["player"], t["sample"])):
         tr = by_thread.get((th["scenario_id"], th["player"], th["sample"]))
-        if (tr is not None and not th["request_failed"] and th["calls"] and at_cap(th["calls"])
-                and tool_calls(th["final_response"])):
-            out.setdefault(th["scenario_id"], []).append((th, tr))
-    return out
+        if usable(th, tr):
+            usable_ones.setdefault(th["scenario_id"], {}).setdefault(th["player"], []).append((th, tr))
+        elif (tr is not None and not th["request_failed"] and th["calls"] and at_cap(th["calls"])
+              and tool_calls(th["final_response"])):
+            capped.setdefault(th["scenario_id"], []).append((th, tr))
+    return usable_ones, capped
 
 
 def _at_cap(row: dict, scenario: Scenario, samples: list) -> list[dict]:
@@ -154,10 +147,12 @@ def _at_cap(row: dict, scenario: Scenario, samples: list) -> list[dict]:
     for thread, trace in samples:
         conv = thread_messages(scenario, thread)
         key = json.dumps(conv)
-        answer = cap_answer(scenario, [_called(c) for c in thread["calls"]])
-        if answer is None or key in seen:
+        if key in seen:
             continue
         seen.add(key)
+        answer = cap_answer(scenario, [_called(c) for c in thread["calls"]])  # simulates: once a conversation
+        if answer is None:
+            continue
         chosen = _played_row(row, scenario, answer[0], "tool_oracle")
         if fine_score(chosen) <= fine_score(trace):
             continue
@@ -178,8 +173,9 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
     unknown = [x for x in sources if x not in TOOL_SOURCES]
     if unknown:
         raise ValueError(f"unknown tool pair source(s) {unknown}; available: {', '.join(TOOL_SOURCES)}")
-    grouped = _usable_threads(threads, traces)
-    capped = _capped_threads(threads, traces) if AT_CAP in sources else {}
+    grouped, capped = _threads(threads, traces)
+    if AT_CAP not in sources:
+        capped = {}
     out: list[dict] = []
     by_source: dict[str, list[dict]] = {RECOVERY: [], ANSWER: []}
     for row in scenarios:

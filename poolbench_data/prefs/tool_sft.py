@@ -39,7 +39,8 @@ from poolbench_data.core.candidates import MAX_CUT, candidate, candidates
 from poolbench_data.core.records import PLAYER_GROUP, Metrics, Scenario, Shot
 from poolbench_data.core.table import POCKET_IDS
 from poolbench_data.core.vocab import group_of
-from poolbench_data.llm.tools import MAX_CALLS, TOOL_NAME, tool_answer, tool_calls, turn_result, with_tool_note
+from poolbench_data.llm.tools import (MAX_CALLS, TOOL_NAME, call_of, tool_answer, tool_calls, turn_result,
+                                      with_tool_note)
 from poolbench_data.players.baselines import ORACLE_SPEEDS, ORACLE_TOP_K
 from poolbench_data.players.play import play_shot
 from poolbench_data.protocol.parsing import parse_action
@@ -70,8 +71,7 @@ class DemonstrationError(ValueError):
 
 def call_text(ball: str, pocket: str) -> str:
     """What the model writes to call the tool (the form TOOL_NOTE shows)."""
-    call = {"name": TOOL_NAME, "arguments": {"target_ball": ball, "pocket": pocket}}
-    return f"<tool_call>{json.dumps(call)}</tool_call>"
+    return f"<tool_call>{json.dumps(call_of(ball, pocket))}</tool_call>"
 
 
 def clear(result: Mapping) -> bool:
@@ -97,7 +97,7 @@ class ToolDemo:
         out = [{"role": m["role"], "content": m["content"], "context": False} for m in conv]
         for k, (ball, pocket) in enumerate(self.calls):
             out.append({"role": "assistant", "content": call_text(ball, pocket), "context": k < self.context_calls})
-            result = turn_result(self.scenario, tool_calls(call_text(ball, pocket))[0], MAX_CALLS - k - 1)
+            result = turn_result(self.scenario, call_of(ball, pocket), MAX_CALLS - k - 1)
             out.append({"role": "tool", "content": json.dumps(result), "context": False})
         out.append({"role": "assistant", "content": self.answer, "context": False})
         return out
