@@ -60,6 +60,10 @@ def test_reset_deals_the_rows_board_and_the_tool_answers_as_the_evaluator(boards
             call = {"name": "ghost_ball", "arguments": {"target_ball": ball, "pocket": pocket}}
             assert got == turn_result(s, call, left) == {"calls_left": left, **run_call(s, call)}
         assert len(env.calls) == 4 and "error" in env.calls[2]["result"]
+        env.reset(**row)  # the pocket left out: the ball's report, as the evaluator answers that call
+        got = json.loads(env.ghost_ball(target_ball="1"))
+        assert got == turn_result(s, {"name": "ghost_ball", "arguments": {"target_ball": "1"}}, 2)
+        assert env.calls[-1]["arguments"] == {"target_ball": "1"}
     env = PoolBenchEnv(max_calls=5)
     env.reset(**boards[0])
     assert json.loads(env.ghost_ball("1", "rt"))["calls_left"] == 4

@@ -46,9 +46,11 @@ class _Sampler(_Recorder):
                          "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 
 
-def _structured(ball: str, pocket: str) -> dict:
+def _structured(ball: str, pocket: str | None) -> dict:
+    """A structured call; pocket None asks for the ball's report."""
+    args = {"target_ball": ball} if pocket is None else {"target_ball": ball, "pocket": pocket}
     return {"role": "assistant", "content": None, "tool_calls": [{"id": "x", "type": "function", "function": {
-        "name": "ghost_ball", "arguments": json.dumps({"target_ball": ball, "pocket": pocket})}}]}
+        "name": "ghost_ball", "arguments": json.dumps(args)}}]}
 
 
 def scripted_model(rows: list[dict]):
@@ -140,7 +142,7 @@ def test_recovery_pairs_call_again_where_the_model_answered_a_blocked_shot(pairs
         assert not clear(json.loads(p["prompt"][-1]["content"]))  # the model had been told the shot is blocked
         (chosen,), (rejected,) = p["chosen"], p["rejected"]
         (call,) = tool_calls(chosen["content"])
-        assert clear(tool_answer(s, call["arguments"]["target_ball"], call["arguments"]["pocket"]))
+        assert clear(tool_answer(s, call["arguments"]["target_ball"], call["arguments"].get("pocket")))
         assert tool_calls(rejected["content"]) == [] and "target_ball" in json.loads(rejected["content"])
         assert p["chosen_outcome"]["clean_pot"] and not p["rejected_outcome"]["clean_pot"]
         assert p["chosen_model"] == "tool_oracle" and p["margin"] > 0
@@ -162,7 +164,7 @@ def test_answer_pairs_answer_where_the_tool_showed_a_clear_shot(pairs, sampled):
         (chosen,), (rejected,) = p["chosen"], p["rejected"]
         assert tool_calls(chosen["content"]) == [] and p["chosen_outcome"]["legal_contact"]
         (call,) = tool_calls(rejected["content"])
-        assert not clear(tool_answer(s, call["arguments"]["target_ball"], call["arguments"]["pocket"]))
+        assert not clear(tool_answer(s, call["arguments"]["target_ball"], call["arguments"].get("pocket")))
         assert p["margin"] > 0 and p["rejected_model"] == "further_call"
 
 
@@ -191,7 +193,8 @@ def test_recovery_respects_the_sources_and_the_call_cap(sampled):
         tool_pairs(scenarios, threads, traces, ["on-policy"])
 
 
-def test_at_the_cap_the_action_is_chosen_over_another_call(sampled, tmp_path):
+@pytest.mark.parametrize("pocket", ["rt", None])
+def test_at_the_cap_the_action_is_chosen_over_another_call(sampled, tmp_path, pocket):
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
     from poolbench_data.prefs.tool_pairs import tool_pairs
@@ -203,7 +206,7 @@ def test_at_the_cap_the_action_is_chosen_over_another_call(sampled, tmp_path):
 
     def reply(messages: list[dict], i: int) -> dict:  # a model that only ever calls, another own ball each turn
         own = [b.id for b in boards[messages[1]["content"]].own()]
-        return _structured(own[sum(m["role"] == "tool" for m in messages) % len(own)], "rt")
+        return _structured(own[sum(m["role"] == "tool" for m in messages) % len(own)], pocket)
 
     out = tmp_path / "capped"
     with recording_server(reply, _Sampler) as (url, _):
@@ -222,10 +225,14 @@ def test_at_the_cap_the_action_is_chosen_over_another_call(sampled, tmp_path):
         (chosen,), (rejected,) = p["chosen"], p["rejected"]
         assert tool_calls(rejected["content"]) and p["rejected_outcome"]["parse_status"] != "ok"
         shot = parse_action(chosen["content"], s).shot
-        called = [(r["target_ball"], r["pocket"]) for r in results if "error" not in r]
-        assert (shot.target_ball, shot.target_pocket) in called and p["chosen_model"] == "tool_oracle"
+        shown = [(r["target_ball"], x) for r in results if "error" not in r
+                 for x in ([r["pocket"]] if pocket else [x["pocket"] for x in r["shots"]])]
+        assert (shot.target_ball, shot.target_pocket) in shown and p["chosen_model"] == "tool_oracle"
         assert p["chosen_outcome"]["parse_status"] == "ok" and p["margin"] > 0
         assert p["chosen_decision"].startswith("answer") and p["rejected_decision"].startswith("call")
+        # a report's call is described by its ball alone (its decision: which ball), one pocket's by both
+        assert p["rejected_decision"].endswith(")" if pocket is None else ", rt)") and "None" not in \
+            p["rejected_decision"]
 
 
 def test_every_tool_turn_in_a_prompt_is_the_tools_answer(pairs, sampled):

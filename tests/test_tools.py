@@ -48,6 +48,38 @@ def test_the_tool_is_the_paper_ghost_ball_construction():
     assert steep > 0
 
 
+def test_without_a_pocket_the_tool_reports_every_pocket_of_the_ball():
+    seen_closed = seen_open = 0
+    for s in BOARDS:
+        for t in s.object_balls:
+            r = run_call(s, {"name": "ghost_ball", "arguments": {"target_ball": t.id}})
+            assert r == ghost_ball(s, t.id) and r["target_ball"] == t.id
+            shots = [x["pocket"] for x in r["shots"]]
+            assert sorted(shots + r["no_shot"]) == sorted(POCKET_IDS) and not set(shots) & set(r["no_shot"])
+            one = {pid: ghost_ball(s, t.id, pid) for pid in POCKET_IDS}
+            assert all(one[pid]["cut_angle_deg"] >= 90.0 for pid in r["no_shot"])
+            for x in r["shots"]:  # each shot is the single-pocket answer's open, cut and potting-point aim
+                d = one[x["pocket"]]
+                assert x == {"pocket": x["pocket"], "open": d["open"], "cut_angle_deg": d["cut_angle_deg"],
+                             "potting_point_aim_angle_deg": d["potting_point_aim_angle_deg"]}
+                assert d["cut_angle_deg"] < 90.0
+            # open first, then a free cue path, then the smaller cut: the first shot is geometry's best
+            keys = [(not x["open"], bool(one[x["pocket"]]["cue_path_blocked_by"]), x["cut_angle_deg"])
+                    for x in r["shots"]]
+            assert keys == sorted(keys)
+            seen_open += any(x["open"] for x in r["shots"])
+            seen_closed += any(not x["open"] for x in r["shots"])
+    assert seen_open and seen_closed
+    s = BOARDS[0]
+    absent = next(str(k) for k in range(1, 16) if str(k) not in {b.id for b in s.balls})
+    assert "not on the table" in run_call(s, {"name": "ghost_ball", "arguments": {"target_ball": absent}})["error"]
+    assert "ball id" in run_call(s, {"name": "ghost_ball", "arguments": {"pocket": "rt"}})["error"]
+    assert TOOLS[0]["function"]["parameters"]["required"] == ["target_ball"]
+    # the call TOOL_NOTE shows is the per-ball form, and it reads back as that call
+    (shown,) = tool_calls(TOOL_NOTE)
+    assert shown == {"name": "ghost_ball", "arguments": {"target_ball": "3"}}
+
+
 def test_bad_calls_get_an_error_the_model_can_read():
     s = BOARDS[0]
     absent = next(str(k) for k in range(1, 16) if str(k) not in {b.id for b in s.balls})

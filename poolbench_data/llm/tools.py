@@ -24,43 +24,47 @@ from dataclasses import dataclass, field
 
 from poolbench_data.core.candidates import MAX_CUT, candidate
 from poolbench_data.core.records import Scenario
+from poolbench_data.core.table import POCKET_IDS
 from poolbench_data.core.shutdown import stop_if_requested
 from poolbench_data.llm.player import EvalSettings, answer_record
 from poolbench_data.players.play import ShotRecord
-from poolbench_data.protocol.parsing import read_target
+from poolbench_data.protocol.parsing import read_ball, read_target
 
 TOOL_NAME = "ghost_ball"
 TOOLS = [{
     "type": "function",
     "function": {
         "name": TOOL_NAME,
-        "description": "Ghost-ball geometry for one object ball and one pocket on this board: the aim angle "
-                       "from the cue ball to the ghost ball, the cut angle, and the balls in the way.",
+        "description": "Ghost-ball geometry for one object ball on this board. With a pocket: the aim angle from "
+                       "the cue ball to the ghost ball, the cut angle, and the balls in the way. Without: every "
+                       "pocket the ball can be cut into, open shots first, each with its cut and aim.",
         "parameters": {
             "type": "object",
             "properties": {
                 "target_ball": {"type": "string", "description": "object ball id, '1'..'15'"},
-                "pocket": {"type": "string", "description": "pocket id: lb, lc, lt, rb, rc, rt"},
+                "pocket": {"type": "string", "description": "pocket id: lb, lc, lt, rb, rc, rt; leave it out "
+                                                            "for every pocket of the ball"},
             },
-            "required": ["target_ball", "pocket"],
+            "required": ["target_ball"],
         },
     },
 }]
 TOOL_NOTE = (
-    "\n\nTOOL. Before you answer you may call ghost_ball(target_ball, pocket): it returns open (true when "
-    f"nothing is in the way, the ghost ball is free and the cut is below {MAX_CUT:.0f} degrees: a shot that can pot), "
-    "aim_angle_deg "
-    "(cue ball to the ghost ball, aimed at the pocket centre), potting_point_aim_angle_deg (aimed at the "
-    "pocket's potting point between the jaws: it pots more often), cut_angle_deg, and the balls blocking the cue "
-    "ball's path and the target's path. To call it, write only "
-    '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "3", "pocket": "rt"}}</tool_call> '
-    "and wait for the result. Each result also says calls_left, how many more calls you may make: at 0 the "
-    "next turn must be the JSON action. When you are ready, answer with the JSON action as instructed."
+    "\n\nTOOL. Before you answer you may call ghost_ball(target_ball): it returns shots, the pockets that ball can "
+    "be cut into, open ones first (open is true when nothing is in the way, the ghost ball is free and the cut "
+    f"is below {MAX_CUT:.0f} degrees: a shot that can pot), each with its cut_angle_deg and "
+    "potting_point_aim_angle_deg (cue ball to the ghost ball, aimed at the pocket's potting point between the "
+    "jaws). To call it, write only "
+    '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "3"}}</tool_call> '
+    "and wait for the result; add \"pocket\" for one pocket in detail (the balls in the way, and "
+    "aim_angle_deg aimed at the pocket centre). Each result also says calls_left, how many more calls you may "
+    "make: at 0 the next turn must be the JSON action. When you are ready, answer with the JSON action as "
+    "instructed."
 )
 MAX_CALLS = 3  # tool calls a shot may make by default; the answer is the turn after the last
-# Tokens a tool result adds to the conversation (a result is ~70 tokens with
-# SmolLM2's digit-by-digit tokenizer); used to check the context before work.
-RESULT_TOKENS = 120
+# Tokens a tool result adds to the conversation, an upper bound used to check the context before work: with
+# SmolLM2's digit-by-digit tokenizer one pocket's answer is ~131 and a ball's report at most 213 (held-out own balls).
+RESULT_TOKENS = 220
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 
@@ -92,13 +96,16 @@ def tool_calls(text: str) -> list[dict]:
     return calls
 
 
-def ghost_ball(scenario: Scenario, target_ball, pocket) -> dict:
+def ghost_ball(scenario: Scenario, target_ball, pocket=None) -> dict:
     """The paper's ghost-ball construction for one ball and pocket (aimed at
     the pocket centre, any cut), as the tool answers it, plus the aim at
     pooltool's potting point between the jaws. Measured on 200 train boards
     (seed 1), over the 1,752 (ball, pocket, speed) shots the demonstration
     search tries with a clear answer: 43.6% legal pots aimed at the centre,
-    64.3% at the potting point (docs/training.md)."""
+    64.3% at the potting point (docs/training.md). Without a pocket: the
+    ball's report (`ball_report`)."""
+    if pocket is None:
+        return ball_report(scenario, read_ball(target_ball, scenario))
     ball, pid = read_target(target_ball, pocket, scenario)
     c = candidate(scenario, ball, pid, aim="centre")
     pp = candidate(scenario, ball, pid, aim="potting-point")
@@ -111,9 +118,30 @@ def ghost_ball(scenario: Scenario, target_ball, pocket) -> dict:
             "ghost_ball_free": c.ghost_ok}
 
 
-def call_of(target_ball: str, pocket: str) -> dict:
-    """The call ghost_ball(target_ball, pocket), as `tool_calls` reads it from a model's text."""
-    return {"name": TOOL_NAME, "arguments": {"target_ball": target_ball, "pocket": pocket}}
+def ball_report(scenario: Scenario, ball: str) -> dict:
+    """Every pocket of one ball at once: `shots`, the pockets with a cut below 90 degrees (the ball can be sent
+    there), open ones first, then those with the cue ball's path free, each by cut; `no_shot`, the others. Each
+    shot is the single-pocket answer's open, cut and potting-point aim. A call per (ball, pocket) found the open
+    pocket on 20 of 200 first calls of the tool-SFT model, whose first-called ball had one on 104
+    (docs/training.md); this report is ~128 tokens (SmolLM2's tokenizer, median over held-out own balls)
+    against ~131 for one pocket."""
+    shots, none = [], []
+    for pid in POCKET_IDS:
+        r = ghost_ball(scenario, ball, pid)
+        if r["cut_angle_deg"] >= 90.0:
+            none.append(pid)
+        else:
+            shots.append((not r["open"], bool(r["cue_path_blocked_by"]), r["cut_angle_deg"],
+                          {"pocket": pid, "open": r["open"], "cut_angle_deg": r["cut_angle_deg"],
+                           "potting_point_aim_angle_deg": r["potting_point_aim_angle_deg"]}))
+    shots.sort(key=lambda s: s[:3])
+    return {"target_ball": ball, "shots": [s[-1] for s in shots], "no_shot": none}
+
+
+def call_of(target_ball: str, pocket: str | None = None) -> dict:
+    """The call ghost_ball(target_ball[, pocket]), as `tool_calls` reads it from a model's text."""
+    args = {"target_ball": target_ball} if pocket is None else {"target_ball": target_ball, "pocket": pocket}
+    return {"name": TOOL_NAME, "arguments": args}
 
 
 def turn_result(scenario: Scenario, call: dict, calls_left: int) -> dict:
@@ -134,7 +162,7 @@ def run_call(scenario: Scenario, call: dict) -> dict:
 
 
 def tool_answer(scenario: Scenario, target_ball, pocket) -> dict:
-    """What ghost_ball(target_ball, pocket) answers on this board; a ball or pocket that is not there gets an
+    """What ghost_ball(target_ball[, pocket]) answers on this board; a ball or pocket that is not there gets an
     error the model can read."""
     try:
         return ghost_ball(scenario, target_ball, pocket)

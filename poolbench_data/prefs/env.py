@@ -51,25 +51,25 @@ class PoolBenchEnv:
         self.calls = []
         return None
 
-    def ghost_ball(self, target_ball: str, pocket: str) -> str:
-        """Ghost-ball geometry for one object ball and one pocket on this board.
+    def ghost_ball(self, target_ball: str, pocket: str | None = None) -> str:
+        """Ghost-ball geometry for one object ball on this board: every pocket it can be cut into, or one pocket.
 
         Args:
             target_ball: object ball id, '1'..'15'
-            pocket: pocket id: lb, lc, lt, rb, rc, rt
+            pocket: pocket id: lb, lc, lt, rb, rc, rt; leave it out for every pocket of the ball
 
         Returns:
-            JSON: the calls left, whether the shot is open, the aim angle from the cue ball to the ghost ball aimed
-            at the pocket centre, and aimed at the pocket's potting point (which pots more often), the cut angle,
-            the balls blocking the cue ball's path and the target's path, and whether the ghost ball is free; or an
-            error.
+            JSON: the calls left; without a pocket, the ball's shots (open ones first, each with its cut angle
+            and the aim from the cue ball to the ghost ball at the pocket's potting point) and the pockets it
+            cannot be sent to; with one, whether the shot is open, the aim at the pocket centre and at the potting
+            point, the cut angle, the balls blocking either path and whether the ghost ball is free; or an error.
         """
         if self.scenario is None:
             raise RuntimeError("ghost_ball called before reset: no board dealt")
         # TRL runs one call a turn in practice, so calls count as turns here.
         left = max(self.max_calls - len(self.calls) - 1, 0)
         result = turn_result(self.scenario, call_of(target_ball, pocket), left)
-        self.calls.append({"arguments": {"target_ball": target_ball, "pocket": pocket}, "result": result})
+        self.calls.append({"arguments": call_of(target_ball, pocket)["arguments"], "result": result})
         return json.dumps(result)
 
 

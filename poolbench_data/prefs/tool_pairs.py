@@ -57,12 +57,12 @@ from collections.abc import Mapping, Sequence
 
 from poolbench_data.boards.splits import SplitLeakError, leak_problem
 from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.llm.tools import tool_answer, tool_calls, turn_result, with_tool_note
+from poolbench_data.llm.tools import tool_calls, turn_result, with_tool_note
 from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
 from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, chosen_kind, turn_kinds
 from poolbench_data.prefs.pairs import _pair, answered, fine_score, physics_score
-from poolbench_data.prefs.tool_sft import AIM_FIELD, blocked_calls, call_text, cap_answer, clear, find_pot
+from poolbench_data.prefs.tool_sft import AIM_FIELD, blocked_calls, call_text, cap_answer, clear, find_pot, shown
 from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import format_action, messages
 
@@ -97,12 +97,10 @@ def thread_messages(scenario: Scenario, thread: Mapping) -> list[dict]:
 
 
 def decisions(thread: Mapping, trace: Mapping) -> list[tuple]:
-    """Per model turn, what it chose: ("call", ball, pocket) or ("answer", ball, aim, speed)."""
+    """Per model turn, what it chose: ("call", ball, pocket or None) or ("answer", ball, aim, speed)."""
     out: list[tuple] = []
     for text in thread["turns"]:
-        call = (tool_calls(text) or [{}])[0]
-        args = call.get("arguments") or {}
-        out.append(("call", str(args.get("target_ball")), str(args.get("pocket"))))
+        out.append(("call", *_called((tool_calls(text) or [{}])[0])))
     a = trace.get("action") or {}
     out.append(("answer", a.get("target_ball"), a.get("phi"), a.get("V0")))
     return out
@@ -116,7 +114,7 @@ def usable(thread: Mapping, trace: Mapping | None) -> bool:
 
 def _described(d: tuple) -> str:
     if d[0] == "call":
-        return f"call ghost_ball({d[1]}, {d[2]})"
+        return f"call ghost_ball({d[1]})" if d[2] is None else f"call ghost_ball({d[1]}, {d[2]})"
     return f"answer ball {d[1]} aim {d[2]} speed {d[3]}"
 
 
@@ -251,17 +249,16 @@ def _recoveries(row: dict, scenario: Scenario, samples: list) -> list[dict]:
         if not demo:
             return out  # the tool's geometry gives this board no legal pot to recover to
         ball, pocket, chosen = demo
-        called = {_called(c) for c in calls}
         conv = thread_messages(scenario, thread)
         key = (json.dumps(conv[:-1]), thread["final_response"])
-        if (ball, pocket) in called or key in seen:
+        if (ball, None) in {_called(c) for c in calls} or key in seen:  # its report was shown already
             continue
         seen.add(key)
         model = trace.get("model") or thread["player"]
-        pair = _pair(row, call_text(ball, pocket), thread["final_response"], chosen, trace, RECOVERY,
+        pair = _pair(row, call_text(ball), thread["final_response"], chosen, trace, RECOVERY,
                      "tool_oracle", model, prompt=conv[:-1])
         turn = len(thread["turns"])
-        out.append({**pair, "turn": turn, "chosen_decision": _described(("call", ball, pocket)),
+        out.append({**pair, "turn": turn, "chosen_decision": _described(("call", ball, None)),
                     "rejected_decision": _described(decisions(thread, trace)[-1])})
     return out
 
@@ -274,21 +271,23 @@ def _answers_now(row: dict, scenario: Scenario, samples: list) -> list[dict]:
         calls = thread["calls"]
         if not clear(calls[-1]["result"]) or physics_score(trace) < 3:
             continue
-        called = {_called(c) for c in calls}
-        blocked = [bp for bp in blocked_calls(scenario, _called(calls[-1])) if bp not in called]
+        called = {_called(c)[0] for c in calls}
+        blocked = [b for b, _ in blocked_calls(scenario, _called(calls[-1])[0]) if b not in called]
         conv = thread_messages(scenario, thread)
         key = json.dumps(conv)
         if not blocked or key in seen:
             continue
         seen.add(key)
-        ball, pocket = blocked[0]
-        further = call_text(ball, pocket)
+        ball = blocked[0]
+        further = call_text(ball)
         if at_cap(calls):  # the evaluator reads the turn after the last call as the action
             follows = further
-        else:
-            result = tool_answer(scenario, ball, pocket)
+        elif options := shown(scenario, [(ball, None)]):  # the report's first shot (none open: its best)
+            _, pocket, result = options[0]
             follows = format_action(Shot(phi=result[AIM_FIELD], V0=trace["action"]["V0"], target_ball=ball,
                                          target_pocket=pocket), scenario)
+        else:  # the ball cannot be cut into any pocket: its report shows no aim to write
+            continue
         model = trace.get("model") or thread["player"]
         rejected = _played_row(row, scenario, follows, "further_call")
         if fine_score(rejected) >= fine_score(trace):  # the blocked shot went in anyway: no preference
@@ -296,7 +295,7 @@ def _answers_now(row: dict, scenario: Scenario, samples: list) -> list[dict]:
         pair = _pair(row, thread["final_response"], further, trace, rejected, ANSWER, model, "further_call",
                      prompt=conv[:-1])
         out.append({**pair, "turn": len(thread["turns"]), "chosen_decision": _described(decisions(thread, trace)[-1]),
-                    "rejected_decision": _described(("call", ball, pocket))})
+                    "rejected_decision": _described(("call", ball, None))})
     return out
 
 
@@ -305,9 +304,10 @@ def at_cap(calls: Sequence[Mapping]) -> bool:
     return calls[-1]["result"].get("calls_left", 1) <= 0
 
 
-def _called(call: Mapping) -> tuple[str, str]:
+def _called(call: Mapping) -> tuple[str, str | None]:
+    """(ball, pocket) a call named; pocket None for a ball's report."""
     args = call.get("arguments") or {}
-    return str(args.get("target_ball")), str(args.get("pocket"))
+    return str(args.get("target_ball")), None if args.get("pocket") is None else str(args.get("pocket"))
 
 
 def _played_row(row: dict, scenario: Scenario, answer: str, model: str) -> dict:

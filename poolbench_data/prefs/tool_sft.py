@@ -4,8 +4,9 @@ discrete (ball, pocket, speed), the `ghost_ball` tool computes the angle.
 A row is one conversation in TRL's conversational language-modelling format
 (`messages`), exactly as `poolbench eval --tools` renders it: the protocol's
 system prompt with the tool's paragraph, the board, then the model's turns (a
-`<tool_call>` block, the tool's JSON answer in a `tool` turn, and finally the
-protocol's JSON action with the tool's potting-point aim). The loss is on the model's turns
+`<tool_call>` block naming a ball, the tool's report of that ball's pockets
+in a `tool` turn, and finally the protocol's JSON action for an open pocket
+of the report, with its potting-point aim). The loss is on the model's turns
 only; a turn with `context: true` (a mistaken call kept to show the recovery)
 is shown but not trained, so the model learns what to do after an error
 without learning to make it.
@@ -15,14 +16,15 @@ Oracle's ball and pocket first, then the geometry candidates cheapest first,
 each at the Oracle's speeds; the first whose tool answer is clear (no ball in
 either path, ghost ball free) and whose written action, parsed and simulated
 as the evaluator would, pots an own ball without a foul. A board with none
-gives no row.
+gives no row. The demonstrations call per ball (`ghost_ball(target_ball)`, every
+pocket at once): the model chooses the ball, then a pocket the report shows open.
 
 Every tool turn says `calls_left` as the evaluator does (`llm.tools.turn_result`,
-cap MAX_CALLS). A share of the demonstrations that ask for blocked shots first
-reach the cap with nothing open (`at_cap`): all three calls are context, and
-the trained turn is the action the evaluator reads there, for the called shot
-whose cue path is free (the smallest cut; else the last called), at the speed
-the simulator plays best. Those rows are not all pots: their outcome is what
+cap MAX_CALLS). A share of the demonstrations first ask for balls with no open
+pocket; some of them reach the cap with nothing open (`at_cap`): all three calls
+are context, and the trained turn is the action the evaluator reads there, for
+the shown shot whose cue path is free (the smallest cut; else the last shown),
+at the speed the simulator plays best. Those rows are not all pots: their outcome is what
 the simulator gives, recorded and replayed like any other.
 """
 
@@ -35,9 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from poolbench_data.boards.splits import EVAL_SPLITS
-from poolbench_data.core.candidates import MAX_CUT, candidate, candidates
+from poolbench_data.core.candidates import candidates
 from poolbench_data.core.records import PLAYER_GROUP, Metrics, Scenario, Shot
-from poolbench_data.core.table import POCKET_IDS
 from poolbench_data.core.vocab import group_of
 from poolbench_data.llm.tools import (MAX_CALLS, TOOL_NAME, call_of, tool_answer, tool_calls, turn_result,
                                       with_tool_note)
@@ -46,7 +47,7 @@ from poolbench_data.players.play import play_shot
 from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import PROMPT_VERSION, format_action, messages
 
-TOOL_ARGUMENTS = ("target_ball", "pocket")  # the only arguments ghost_ball takes
+TOOL_ARGUMENTS = ("target_ball", "pocket")  # the only arguments ghost_ball takes; pocket may be left out
 # Boards whose demonstration first asks for a shot the tool reports blocked. At 0.2 the tool-SFT model answered
 # after such a report on most held-out shots and called once on 199 of 200 (docs/training.md).
 RETRY_BLOCKED_SHARE = 0.45
@@ -69,15 +70,30 @@ class DemonstrationError(ValueError):
     """A demonstration that does not replay as recorded: a build error naming the board."""
 
 
-def call_text(ball: str, pocket: str) -> str:
+def call_text(ball: str, pocket: str | None = None) -> str:
     """What the model writes to call the tool (the form TOOL_NOTE shows)."""
     return f"<tool_call>{json.dumps(call_of(ball, pocket))}</tool_call>"
 
 
 def clear(result: Mapping) -> bool:
-    """The tool's answer shows an open shot (its `open`: nothing in either path, the ghost ball free, a cut
-    below MAX_CUT)."""
-    return "error" not in result and result["open"]
+    """The tool's answer shows an open shot (`open`: nothing in either path, the ghost ball free, a cut below
+    MAX_CUT): the pocket's, or for a ball's report any of its shots."""
+    if "error" in result:
+        return False
+    return result["open"] if "shots" not in result else any(s["open"] for s in result["shots"])
+
+
+def shown(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> list[tuple[str, str, dict]]:
+    """The (ball, pocket, single-pocket answer) of every shot the answers to `calls` showed an aim for, in order
+    (a report's shots in its order); errors show none."""
+    out = []
+    for ball, pocket in calls:
+        result = tool_answer(scenario, ball, pocket)
+        if "error" in result:
+            continue
+        pockets = [pocket] if pocket is not None else [x["pocket"] for x in result["shots"]]
+        out += [(ball, p, result if pocket is not None else tool_answer(scenario, ball, p)) for p in pockets]
+    return out
 
 
 @dataclass(frozen=True)
@@ -85,7 +101,7 @@ class ToolDemo:
     """One board's demonstration: the calls made (the last one is answered) and the shot written."""
 
     scenario: Scenario
-    calls: tuple[tuple[str, str], ...]  # (ball, pocket) in order
+    calls: tuple[tuple[str, str | None], ...]  # (ball, pocket or None for the ball's report) in order
     context_calls: int  # how many leading calls are shown but not trained
     answer: str  # the protocol's JSON action
     shot: Shot
@@ -150,18 +166,16 @@ def find_pot(scenario: Scenario, oracle_shot: Shot | None = None) -> tuple[str, 
     return None
 
 
-def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str]]) -> tuple[str, Shot, Metrics] | None:
-    """The action at the cap after `calls` none of which was open: the called shot whose cue path is free (the
-    smallest cut; else the last called without an error) with the tool's aim, at the speed whose outcome is best
-    in the simulator (a legal pot, then legal contact, then no foul; the slowest of equals). None when every call
-    was an error (no aim was shown)."""
-    results = [tool_answer(scenario, ball, pocket) for ball, pocket in calls]
-    valid = [k for k, r in enumerate(results) if "error" not in r]
-    if not valid:
+def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> tuple[str, Shot, Metrics] | None:
+    """The action at the cap after `calls` none of which was open: of the shots their answers showed, the one
+    whose cue path is free (the smallest cut; else the last shown) with the tool's aim, at the speed whose outcome
+    is best in the simulator (a legal pot, then legal contact, then no foul; the slowest of equals). None when no
+    aim was shown (every call an error)."""
+    options = shown(scenario, calls)
+    if not options:
         return None
-    free = [k for k in valid if not results[k]["cue_path_blocked_by"]]
-    k = min(free, key=lambda k: results[k]["cut_angle_deg"]) if free else valid[-1]
-    (ball, pocket), result = calls[k], results[k]
+    free = [o for o in options if not o[2]["cue_path_blocked_by"]]
+    ball, pocket, result = min(free, key=lambda o: o[2]["cut_angle_deg"]) if free else options[-1]
     best = None
     for speed in ORACLE_SPEEDS:
         answer = format_action(Shot(phi=result[AIM_FIELD], V0=speed, target_ball=ball, target_pocket=pocket),
@@ -173,15 +187,9 @@ def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str]]) -> tuple[st
     return best[1:]
 
 
-def blocked_calls(scenario: Scenario, chosen: tuple[str, str]) -> list[tuple[str, str]]:
-    """Own-ball (ball, pocket) pairs within the candidates' cut whose tool answer is not clear."""
-    out = []
-    for b in scenario.own():
-        for pid in POCKET_IDS:
-            if (b.id, pid) != chosen and candidate(scenario, b.id, pid, "centre", MAX_CUT) is not None:
-                if not clear(tool_answer(scenario, b.id, pid)):
-                    out.append((b.id, pid))
-    return out
+def blocked_calls(scenario: Scenario, ball: str) -> list[tuple[str, None]]:
+    """Calls for the reports of own balls other than `ball` that show no open pocket."""
+    return [(b.id, None) for b in scenario.own() if b.id != ball and not clear(tool_answer(scenario, b.id, None))]
 
 
 def _absent_own(scenario: Scenario) -> list[str]:
@@ -195,10 +203,10 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
               cap_share: float = AT_CAP_SHARE) -> ToolDemo | None:
     """One board's demonstration, or None when the tool's geometry gives no legal pot there.
 
-    With probability `blocked_share` (where the board has one) the model first asks for an own ball and pocket
-    the tool reports blocked, then asks again (with `again_share` of those, for a second blocked shot first, and
-    with `cap_share` of these for a third: the action at the cap, `cap_answer`); with `error_share` it first names
-    a ball not on the table. The mistaken calls are context, not trained. The
+    The model calls for the pot's ball and answers with the pot. With probability `blocked_share` (where the
+    board has one) it first asks for an own ball with no open pocket, then asks again (with `again_share` of
+    those, for a second such ball first, and with `cap_share` of these for a third: the action at the cap,
+    `cap_answer`); with `error_share` it first names a ball not on the table. The mistaken calls are context, not trained. The
     draw uses its own RNG from (seed, the board's seed)."""
     found = find_pot(scenario, oracle_shot)
     if found is None:
@@ -209,20 +217,22 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
     mistakes: list[tuple[str, str]] = []
     kind = "direct"
     if u < blocked_share:
-        options = blocked_calls(scenario, (ball, pocket))
+        options = blocked_calls(scenario, ball)
         if options:
             mistakes, kind = [options.pop(int(rng.integers(len(options))))], "after_blocked"
             if options and float(rng.random()) < again_share:
                 mistakes.append(options.pop(int(rng.integers(len(options)))))
                 if options and len(mistakes) + 1 == MAX_CALLS and float(rng.random()) < cap_share:
                     mistakes.append(options[int(rng.integers(len(options)))])
-                    answer, shot, m = cap_answer(scenario, mistakes)
-                    return ToolDemo(scenario, tuple(mistakes), len(mistakes), answer, shot, m, "at_cap")
+                    at_cap = cap_answer(scenario, mistakes)
+                    if at_cap is not None:
+                        return ToolDemo(scenario, tuple(mistakes), len(mistakes), *at_cap, "at_cap")
+                    mistakes.pop()
     elif u < blocked_share + error_share:
         absent = _absent_own(scenario)
         if absent:
-            mistakes, kind = [(absent[int(rng.integers(len(absent)))], pocket)], "after_error"
-    return ToolDemo(scenario, (*mistakes, (ball, pocket)), len(mistakes), answer, shot, m, kind)
+            mistakes, kind = [(absent[int(rng.integers(len(absent)))], None)], "after_error"
+    return ToolDemo(scenario, (*mistakes, (ball, None)), len(mistakes), answer, shot, m, kind)
 
 
 def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress: bool = False) -> list[dict]:
@@ -274,7 +284,7 @@ def call_problems(content: str) -> list[str]:
             problems.append(call["error"])
         elif call.get("name") != TOOL_NAME:
             problems.append(f"calls unknown tool {call.get('name')!r} (the only tool is {TOOL_NAME})")
-        elif sorted(call["arguments"]) != sorted(TOOL_ARGUMENTS):
+        elif "target_ball" not in call["arguments"] or set(call["arguments"]) - set(TOOL_ARGUMENTS):
             problems.append(f"calls {TOOL_NAME} with arguments {sorted(call['arguments'])} "
-                            f"(it takes exactly {list(TOOL_ARGUMENTS)})")
+                            f"(it takes target_ball and, optionally, pocket)")
     return problems

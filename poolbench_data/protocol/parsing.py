@@ -351,3 +351,11 @@ def read_target(ball, pocket, scenario: Scenario) -> tuple[str, str]:
         return _ball(ball, scenario), _pocket(pocket)
     except _Fail as f:
         raise ValueError(f.message) from None
+
+
+def read_ball(ball, scenario: Scenario) -> str:
+    """A ball id read as `read_target` reads one (no pocket); ValueError names what is wrong."""
+    try:
+        return _ball(ball, scenario)
+    except _Fail as f:
+        raise ValueError(f.message) from None
