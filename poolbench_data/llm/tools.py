@@ -135,7 +135,10 @@ def ball_report(scenario: Scenario, ball: str) -> dict:
                           {"pocket": pid, "open": r["open"], "cut_angle_deg": r["cut_angle_deg"],
                            "potting_point_aim_angle_deg": r["potting_point_aim_angle_deg"]}))
     shots.sort(key=lambda s: s[:3])
-    return {"target_ball": ball, "shots": [s[-1] for s in shots], "no_shot": none}
+    # `open` first, as in one pocket's answer: whether any shot is open, the one thing a player acts on (answer, or
+    # call for another ball).
+    return {"open": any(not s[0] for s in shots), "target_ball": ball, "shots": [s[-1] for s in shots],
+            "no_shot": none}
 
 
 def call_of(target_ball: str, pocket: str | None = None) -> dict:
