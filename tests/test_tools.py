@@ -54,6 +54,8 @@ def test_without_a_pocket_the_tool_reports_every_pocket_of_the_ball():
         for t in s.object_balls:
             r = run_call(s, {"name": "ghost_ball", "arguments": {"target_ball": t.id}})
             assert r == ghost_ball(s, t.id) and r["target_ball"] == t.id
+            # `open` leads, as in one pocket's answer: whether any shot is open
+            assert next(iter(r)) == "open" and r["open"] == any(x["open"] for x in r["shots"])
             shots = [x["pocket"] for x in r["shots"]]
             assert sorted(shots + r["no_shot"]) == sorted(POCKET_IDS) and not set(shots) & set(r["no_shot"])
             one = {pid: ghost_ball(s, t.id, pid) for pid in POCKET_IDS}

@@ -119,12 +119,13 @@ def ghost_ball(scenario: Scenario, target_ball, pocket=None) -> dict:
 
 
 def ball_report(scenario: Scenario, ball: str) -> dict:
-    """Every pocket of one ball at once: `shots`, the pockets with a cut below 90 degrees (the ball can be sent
+    """Every pocket of one ball at once: `open` (any shot open), `shots`, the pockets with a cut below 90 degrees (the ball can be sent
     there), open ones first, then those with the cue ball's path free, each by cut; `no_shot`, the others. Each
     shot is the single-pocket answer's open, cut and potting-point aim. A call per (ball, pocket) found the open
     pocket on 20 of 200 first calls of the tool-SFT model, whose first-called ball had one on 104
     (docs/training.md); this report is ~128 tokens (SmolLM2's tokenizer, median over held-out own balls)
-    against ~131 for one pocket."""
+    against ~131 for one pocket. Without the leading `open` the tool-SFT model answered after a report with
+    nothing open on 99 of 200 held-out shots; with it, 75, and legal contact rose 135 -> 148 (docs/training.md)."""
     shots, none = [], []
     for pid in POCKET_IDS:
         r = ghost_ball(scenario, ball, pid)
