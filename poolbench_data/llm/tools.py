@@ -63,7 +63,7 @@ TOOL_NOTE = (
 )
 MAX_CALLS = 3  # tool calls a shot may make by default; the answer is the turn after the last
 # Tokens a tool result adds to the conversation, an upper bound used to check the context before work: with
-# SmolLM2's digit-by-digit tokenizer one pocket's answer is ~131 and a ball's report at most 213 (held-out own balls).
+# SmolLM2's digit-by-digit tokenizer one pocket's answer is ~131 and a ball's report at most 218 (held-out own balls).
 RESULT_TOKENS = 220
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
@@ -119,27 +119,21 @@ def ghost_ball(scenario: Scenario, target_ball, pocket=None) -> dict:
 
 
 def ball_report(scenario: Scenario, ball: str) -> dict:
-    """Every pocket of one ball at once: `open` (any shot open), `shots`, the pockets with a cut below 90 degrees (the ball can be sent
-    there), open ones first, then those with the cue ball's path free, each by cut; `no_shot`, the others. Each
-    shot is the single-pocket answer's open, cut and potting-point aim. A call per (ball, pocket) found the open
-    pocket on 20 of 200 first calls of the tool-SFT model, whose first-called ball had one on 104
-    (docs/training.md); this report is ~128 tokens (SmolLM2's tokenizer, median over held-out own balls)
-    against ~131 for one pocket. Without the leading `open` the tool-SFT model answered after a report with
+    """Every pocket of one ball at once: `open` (any shot open), then `shots`, the pockets with a cut below 90
+    degrees (the ball can be sent there), open ones first, then those with the cue ball's path free, each by cut;
+    `no_shot`, the others. Each shot is the single-pocket answer's open, cut and potting-point aim. A call per
+    (ball, pocket) found the open pocket on 20 of 200 first calls of the tool-SFT model, whose first-called ball
+    had one on 104 (docs/training.md); this report is ~133 tokens (SmolLM2's tokenizer, median over held-out own
+    balls) against ~131 for one pocket. Without the leading `open` the tool-SFT model answered after a report with
     nothing open on 99 of 200 held-out shots; with it, 75, and legal contact rose 135 -> 148 (docs/training.md)."""
-    shots, none = [], []
-    for pid in POCKET_IDS:
-        r = ghost_ball(scenario, ball, pid)
-        if r["cut_angle_deg"] >= 90.0:
-            none.append(pid)
-        else:
-            shots.append((not r["open"], bool(r["cue_path_blocked_by"]), r["cut_angle_deg"],
-                          {"pocket": pid, "open": r["open"], "cut_angle_deg": r["cut_angle_deg"],
-                           "potting_point_aim_angle_deg": r["potting_point_aim_angle_deg"]}))
-    shots.sort(key=lambda s: s[:3])
-    # `open` first, as in one pocket's answer: whether any shot is open, the one thing a player acts on (answer, or
-    # call for another ball).
-    return {"open": any(not s[0] for s in shots), "target_ball": ball, "shots": [s[-1] for s in shots],
-            "no_shot": none}
+    answers = {pid: ghost_ball(scenario, ball, pid) for pid in POCKET_IDS}
+    reachable = sorted((pid for pid, r in answers.items() if r["cut_angle_deg"] < 90.0), key=lambda pid: (
+        not answers[pid]["open"], bool(answers[pid]["cue_path_blocked_by"]), answers[pid]["cut_angle_deg"]))
+    shots = [{"pocket": pid, "open": answers[pid]["open"], "cut_angle_deg": answers[pid]["cut_angle_deg"],
+              "potting_point_aim_angle_deg": answers[pid]["potting_point_aim_angle_deg"]} for pid in reachable]
+    # `open` first, as in one pocket's answer: the one thing a player acts on (answer, or call for another ball).
+    return {"open": any(s["open"] for s in shots), "target_ball": ball, "shots": shots,
+            "no_shot": [pid for pid in POCKET_IDS if pid not in reachable]}
 
 
 def call_of(target_ball: str, pocket: str | None = None) -> dict:

@@ -68,8 +68,9 @@ class PoolBenchEnv:
             raise RuntimeError("ghost_ball called before reset: no board dealt")
         # TRL runs one call a turn in practice, so calls count as turns here.
         left = max(self.max_calls - len(self.calls) - 1, 0)
-        result = turn_result(self.scenario, call_of(target_ball, pocket), left)
-        self.calls.append({"arguments": call_of(target_ball, pocket)["arguments"], "result": result})
+        call = call_of(target_ball, pocket)
+        result = turn_result(self.scenario, call, left)
+        self.calls.append({"arguments": call["arguments"], "result": result})
         return json.dumps(result)
 
 

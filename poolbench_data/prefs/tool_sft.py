@@ -77,10 +77,8 @@ def call_text(ball: str, pocket: str | None = None) -> str:
 
 def clear(result: Mapping) -> bool:
     """The tool's answer shows an open shot (`open`: nothing in either path, the ghost ball free, a cut below
-    MAX_CUT): the pocket's, or for a ball's report any of its shots."""
-    if "error" in result:
-        return False
-    return result["open"] if "shots" not in result else any(s["open"] for s in result["shots"])
+    MAX_CUT): the pocket's, or for a ball's report any of its shots (the report's own `open`)."""
+    return "error" not in result and result["open"]
 
 
 def shown(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> list[tuple[str, str, dict]]:
@@ -206,8 +204,8 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
     The model calls for the pot's ball and answers with the pot. With probability `blocked_share` (where the
     board has one) it first asks for an own ball with no open pocket, then asks again (with `again_share` of
     those, for a second such ball first, and with `cap_share` of these for a third: the action at the cap,
-    `cap_answer`); with `error_share` it first names a ball not on the table. The mistaken calls are context, not trained. The
-    draw uses its own RNG from (seed, the board's seed)."""
+    `cap_answer`); with `error_share` it first names a ball not on the table. The mistaken calls are context, not
+    trained. The draw uses its own RNG from (seed, the board's seed)."""
     found = find_pot(scenario, oracle_shot)
     if found is None:
         return None
