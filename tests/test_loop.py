@@ -129,7 +129,8 @@ def test_tool_track_arguments(capsys):
     loop = _loop()
     for argv, words in ((["--track", "rl"], "--track"), (["--track", "tools", "--stages", "after"], "--stages"),
                         (["--track", "tools", "--grpo_steps", "0"], "--grpo_steps"),
-                        (["--track", "tools", "--samples", "1"], "--samples")):
+                        (["--track", "tools", "--samples", "1"], "--samples"),
+                        (["--track", "tools", "--extra_pairs_args", "--tool_source x"], "--extra_pairs_args: --tool_source")):
         assert loop.main(argv) == 2
         err = capsys.readouterr().err
         assert words in err and len(err.strip().splitlines()) == 1, err
@@ -175,7 +176,9 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
     from poolbench_data.evaluation.config import EvalConfig, read_yaml
 
     loop = _loop()
-    runner = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path), dpo_steps=0, samples=4))
+    sources = "tool-on-policy,tool-at-cap,tool-recovery,tool-answer"
+    runner = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path), dpo_steps=0, samples=4,
+                                          extra_pairs_args=f"--tool_sources {sources}"))
     ran = []
     runner.run = ran.append
     for stage in ("samples", "pairs", "dpo", "eval_dpo"):
@@ -187,6 +190,7 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
     assert sampled.tools and not sampled.dataset_dir and sampled.samples == 4 and sampled.seed == 1
     assert sampled.model == str(tmp_path / "sft" / "merged") and sampled.out == str(tmp_path / "samples")
     assert pairs[pairs.index("--tool_eval_dir") + 1] == str(tmp_path / "samples")
+    assert pairs[pairs.index("--tool_sources") + 1] == sources
     assert dpo[dpo.index("--config") + 1] == "training/recipes/dpo-tools-smollm2-135m-cpu.yaml"
     assert "--max_steps" not in dpo and dpo[dpo.index("--model_name_or_path") + 1] == str(tmp_path / "sft" / "merged")
     held_out = EvalConfig(**read_yaml(evaluation[evaluation.index("--config") + 1]))

@@ -67,6 +67,8 @@ class LoopArguments:
     eval_model_args: str = field(default="dtype=float32,enforce_eager=True",
                                  metadata={"help": "--model_args of every evaluation (the same for all models)."})
     extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
+    extra_pairs_args: str = field(default="", metadata={"help": "More builders/build_pairs.py arguments (e.g. "
+                                  "--tool_sources tool-on-policy,tool-at-cap,tool-recovery,tool-answer)."})
     extra_dpo_args: str = field(default="", metadata={"help": "More training/dpo.py arguments."})
     extra_grpo_args: str = field(default="", metadata={"help": "More training/grpo.py arguments (--track tools)."})
     results_json: str = field(default="", metadata={"help": "Also write the before/after JSON here."})
@@ -201,7 +203,8 @@ class Loop:
         config = "pairs_tools" if self.tools else "pairs"
         if not (self.data / "data" / config).exists():
             self.run([self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data),
-                      *(["--tool_eval_dir", str(self.work / "samples")] if self.tools else [])])
+                      *(["--tool_eval_dir", str(self.work / "samples")] if self.tools else []),
+                      *self.a.extra_pairs_args.split()])
 
     def dpo(self):
         if not (self.dpo_dir / "merged").exists():
@@ -317,8 +320,9 @@ def check_inputs(loop: Loop) -> None:
         parse_model_args(a.eval_model_args)
     except ValueError as e:
         raise UserError(f"--eval_model_args: {e}") from None
-    for script in ("sft", "dpo", "grpo"):
-        check_script_args(loop.root, script, getattr(a, f"extra_{script}_args"))
+    for name, script in (("sft", "training/sft.py"), ("dpo", "training/dpo.py"), ("grpo", "training/grpo.py"),
+                         ("pairs", "builders/build_pairs.py")):
+        check_script_args(loop.root, script, getattr(a, f"extra_{name}_args"), f"--extra_{name}_args")
     for name in ("model", "free_text_model"):
         path = getattr(a, name)
         if path != EMBEDDED and (path or name == "model"):  # free_text_model '' means none; --model '' is a mistake
@@ -331,21 +335,25 @@ def check_inputs(loop: Loop) -> None:
     check_output_dir(loop.work, "--work_dir", make=False)  # the first stage makes it
 
 
-def check_script_args(root: Path, script: str, extra: str) -> None:
-    """--extra_<script>_args, each flag one the script takes: found now, not when its stage starts hours in."""
+def check_script_args(root: Path, script: str, extra: str, flag: str) -> None:
+    """FLAG's words, each flag one SCRIPT takes: found now, not when its stage starts hours in."""
     if not extra.strip():
         return
+    import dataclasses
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(f"loop_check_{script}", root / "training" / f"{script}.py")
+    spec = importlib.util.spec_from_file_location(f"loop_check_{Path(script).stem}", root / script)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
-    known = {o for action in module.make_parser()._actions for o in action.option_strings}
+    if hasattr(module, "make_parser"):  # the TRL scripts: their parser holds TRL's flags too
+        known = {o for action in module.make_parser()._actions for o in action.option_strings}
+    else:  # a builder: its ScriptArguments are its flags
+        known = {f"--{f.name}" for f in dataclasses.fields(module.ScriptArguments)}
     for word in shlex.split(extra):
         if word.startswith("--") and word.split("=")[0] not in known:
-            raise UserError(f"--extra_{script}_args: {word.split('=')[0]} is not a flag of training/{script}.py; "
-                            f"see python training/{script}.py --help")
+            raise UserError(f"{flag}: {word.split('=')[0]} is not a flag of {script}; "
+                            f"see python {script} --help")
 
 
 def main(argv=None, root: Path = ROOT) -> int:
