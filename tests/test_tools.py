@@ -170,6 +170,8 @@ def test_calls_stop_at_max_tool_calls(tmp_path):
     assert all(len(c["calls"]) == 2 and "not an object ball" in c["calls"][0]["result"]["error"] for c in calls)
     # the count runs down from the run's cap: the last result says the next turn is the action
     assert all([x["result"]["calls_left"] for x in c["calls"]] == [1, 0] for c in calls)
+    # The report's title says how the model played (it said `free text` before), with the run's cap.
+    assert "ghost_ball tool, <= 2 calls" in (tmp_path / "report.txt").read_text().splitlines()[0]
 
 
 class _RejectToolTurns(_ToolRecorder):

@@ -134,9 +134,11 @@ def report(config, name, scenarios, baselines, base_records, llm_records, oracle
     summary = summarize(records, players)
     decomp = {p: decomposition([r for r in records if r.player == p], oracle_shots)
               for p in players if p != "oracle"}
+    mode = ("structured" if config.structured else
+            f"ghost_ball tool, <= {config.max_tool_calls} calls" if config.tools else "free text")
     title = (f"PoolBench: {len(scenarios)} scenarios (seed {config.seed}), {name} x{config.samples} "
-             f"(T={config.temperature}, max_tokens={config.max_tokens}, {'structured' if config.structured else 'free text'}, "
-             f"{config.few_shot}-shot). Wilson 95% CIs.")
+             f"(T={config.temperature}, max_tokens={config.max_tokens}, {mode}, {config.few_shot}-shot). "
+             "Wilson 95% CIs.")
     render_heatmap(summary, out / "heatmap_contact.png")
     draw_boards(scenarios, base_records + llm_records, baselines + [name], out, config.boards)
     (out / "summary.json").write_text(json.dumps({"summary": summary, "decomposition": decomp,
