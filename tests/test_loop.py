@@ -240,6 +240,13 @@ def test_examples_are_steps_times_the_batch_record_beside_the_checkpoints(tmp_pa
     assert examples_seen(ckpt) == 120 and examples_seen(run) == 321
     (run / "trainer_state.json").write_text(json.dumps({"global_step": 100, "epoch": 100 / 81}))
     assert examples_seen(run) == 400  # into a second epoch: steps times the batch again
+    # DPO writes its kept rows as train_pairs: 247 pairs at 4 a step are 62 steps, 247 pairs (the pilot said 248)
+    dpo = tmp_path / "dpo"
+    dpo.mkdir()
+    (dpo / BATCH_RECORD).write_text(json.dumps({"examples_per_step": 4}))
+    (dpo / "trainer_state.json").write_text(json.dumps({"global_step": 62, "epoch": 1.0}))
+    (dpo / "train_results.json").write_text(json.dumps({"train_pairs": 247}))
+    assert examples_seen(dpo) == 247
 
 
 def test_the_script_is_the_librarys_command(tmp_path):

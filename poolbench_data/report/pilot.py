@@ -32,10 +32,11 @@ def examples_seen(run_dir: Path) -> int | None:
     state = json.loads(state.read_text())
     seen = int(state["global_step"] * json.loads(record.read_text())["examples_per_step"])
     # An epoch's last batch may be short (321 rows at 4 a step are 81 steps, not 324 rows): a run that wrote
-    # how many rows it kept is capped at the epochs begun times those rows.
+    # how many rows (or pairs) it kept is capped at the epochs begun times those rows.
     results = next((p for p in (run_dir / "train_results.json", run_dir.parent / "train_results.json")
                     if p.exists()), None)
-    rows = json.loads(results.read_text()).get("train_rows_kept") if results is not None else None
+    kept = json.loads(results.read_text()) if results is not None else {}
+    rows = kept.get("train_rows_kept") or kept.get("train_pairs")  # SFT's name, DPO's
     if rows and state.get("epoch"):
         seen = min(seen, math.ceil(state["epoch"] - 1e-6) * rows)
     return seen
