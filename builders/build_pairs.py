@@ -37,6 +37,10 @@ class ScriptArguments(PushArguments):
                 "both of those two, each keeps as many pairs as the other; whatever the sources, the "
                 "call-against-answer pairs are trimmed to prefer either kind at most 3 times in 4: "
                 "docs/training.md)."})
+    tool_min_level_gap: int = field(default=0, metadata={
+        "help": "With --tool_eval_dir: keep only tool-on-policy pairs whose sides' physics levels (foul, legal "
+                "contact, legal pot) differ by at least this much (1: never two fouls or two pots ranked by the "
+                "fine score's aim and target bonuses; 0: every pair whose fine scores differ)."})
 
 
 def build(args: ScriptArguments) -> None:
@@ -54,6 +58,9 @@ def build(args: ScriptArguments) -> None:
     # Both flags before any work, whichever config is built.
     sources = _sources("--sources", args.sources, SOURCES)
     tool_sources = _sources("--tool_sources", args.tool_sources, TOOL_SOURCES)
+    if not 0 <= args.tool_min_level_gap <= 3:
+        raise UserError(f"--tool_min_level_gap must be 0, 1, 2 or 3 (levels: unparseable 0, foul 1, legal contact "
+                        f"2, legal pot 3); got {args.tool_min_level_gap}")
     if args.split in EVAL_SPLITS:
         raise UserError(f"--split {args.split}: pairs from an evaluation split would train on the evaluation "
                         "boards; use --split train")
@@ -114,7 +121,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
         raise UserError(f"--tool_eval_dir {src}: {len(foreign)} boards are not in {folder} split {args.split!r} "
                         f"(e.g. {foreign[0]!r}); run the eval with the split's --seed and --n")
     try:
-        found = tool_pairs(scenarios, threads, traces, sources)
+        found = tool_pairs(scenarios, threads, traces, sources, args.tool_min_level_gap)
     except ThreadMismatch as exc:
         raise UserError(f"--tool_eval_dir {src}: {exc}") from None
     pairs = balance_kinds(found)
@@ -124,7 +131,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
                         "higher --temperature")
     counts = write_config(folder, "pairs_tools", {args.split: pairs}, "pairs_tools",
                           provenance(split=args.split, sources=sources, tool_eval_dir=str(src.resolve()),
-                                     threads=len(threads)))
+                                     threads=len(threads), min_level_gap=args.tool_min_level_gap))
     turns = {k: sum(p["turn"] == k for p in pairs) for k in sorted({p["turn"] for p in pairs})}
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}
     # A set whose chosen side is always a call (or always an answer) teaches the turn type, not the condition:

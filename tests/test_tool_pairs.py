@@ -193,6 +193,28 @@ def test_recovery_respects_the_sources_and_the_call_cap(sampled):
         tool_pairs(scenarios, threads, traces, ["on-policy"])
 
 
+def test_a_level_gap_keeps_only_pairs_whose_outcomes_differ_in_kind(sampled, tmp_path, capsys):
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+    from poolbench_data.prefs.pairs import TARGET_BONUS, AIM_BONUS
+    from poolbench_data.prefs.tool_pairs import tool_pairs
+
+    root, out = sampled
+    scenarios = read_rows(root, "scenarios", "train")
+    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    assert TARGET_BONUS + AIM_BONUS < 1  # so a fine score's integer part is its level
+    every = tool_pairs(scenarios, threads, traces, ["tool-on-policy"])
+    gap = {g: tool_pairs(scenarios, threads, traces, ["tool-on-policy"], min_level_gap=g) for g in (1, 2, 4)}
+    assert every == tool_pairs(scenarios, threads, traces, ["tool-on-policy"], min_level_gap=0)
+    for g, kept in gap.items():
+        assert kept == [p for p in every if int(p["chosen_score"]) - int(p["rejected_score"]) >= g]
+    assert gap[1] and gap[4] == []
+    with pytest.raises(ValueError, match="min_level_gap"):
+        tool_pairs(scenarios, threads, traces, min_level_gap=-1)
+    err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_min_level_gap", "5")
+    assert "--tool_min_level_gap" in err
+
+
 @pytest.mark.parametrize("pocket", ["rt", None])
 def test_at_the_cap_the_action_is_chosen_over_another_call(sampled, tmp_path, pocket):
     from poolbench_data.hub.folder import read_rows

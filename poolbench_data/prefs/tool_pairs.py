@@ -165,12 +165,16 @@ def _at_cap(row: dict, scenario: Scenario, samples: list) -> list[dict]:
 
 
 def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping],
-               sources: Sequence[str] = TOOL_SOURCES) -> list[dict]:
+               sources: Sequence[str] = TOOL_SOURCES, min_level_gap: int = 0) -> list[dict]:
     """The pairs of `sources`, board by board (module docstring). A thread whose last tool result said
-    `calls_left` 0 was at the eval's cap: a recovery call is never taught where the evaluator would not run it."""
+    `calls_left` 0 was at the eval's cap: a recovery call is never taught where the evaluator would not run it.
+    `min_level_gap`: on-policy pairs whose sides' physics levels (`pairs.physics_score`: foul, legal contact,
+    legal pot) differ by at least this much; 0 keeps every pair whose fine scores differ (two fouls included)."""
     unknown = [x for x in sources if x not in TOOL_SOURCES]
     if unknown:
         raise ValueError(f"unknown tool pair source(s) {unknown}; available: {', '.join(TOOL_SOURCES)}")
+    if min_level_gap < 0:
+        raise ValueError(f"min_level_gap must be >= 0 (got {min_level_gap})")
     grouped, capped = _threads(threads, traces)
     if AT_CAP not in sources:
         capped = {}
@@ -185,7 +189,7 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
         out += _at_cap(row, scenario, capped.get(row["id"], []))
         for player, samples in sorted(grouped.get(row["id"], {}).items()):
             if SOURCE in sources:
-                out += _on_policy(row, scenario, player, samples)
+                out += _on_policy(row, scenario, player, samples, min_level_gap)
             if RECOVERY in sources:
                 by_source[RECOVERY] += _recoveries(row, scenario, samples)
             if ANSWER in sources:
@@ -209,15 +213,16 @@ def balance_kinds(pairs: list[dict], max_share: float = MAX_TURN_KIND_SHARE) -> 
     return [p for k, p in enumerate(pairs) if k not in drop]
 
 
-def _on_policy(row: dict, scenario: Scenario, player: str, samples: list) -> list[dict]:
-    """Every two samples that score differently, the better against the worse, at the first turn where their
-    decisions part; one pair per distinct (prompt, chosen, rejected)."""
+def _on_policy(row: dict, scenario: Scenario, player: str, samples: list, min_level_gap: int = 0) -> list[dict]:
+    """Every two samples that score differently (their levels by at least `min_level_gap`), the better against
+    the worse, at the first turn where their decisions part; one pair per distinct (prompt, chosen, rejected)."""
     out, seen = [], set()
     convs = [thread_messages(scenario, thread) for thread, _ in samples]
     scores = [fine_score(trace) for _, trace in samples]
+    levels = [physics_score(trace) for _, trace in samples]
     decided = [decisions(*sample) for sample in samples]
     for i, j in ((i, j) for i in range(len(samples)) for j in range(i + 1, len(samples))):
-        if scores[i] == scores[j]:
+        if scores[i] == scores[j] or abs(levels[i] - levels[j]) < min_level_gap:
             continue
         b, w = (i, j) if scores[i] > scores[j] else (j, i)
         db, dw = decided[b], decided[w]
