@@ -18,6 +18,7 @@ from poolbench_data.core.errors import UserError, check_at_least, check_seed
 from poolbench_data.core.shutdown import stop_group, terminate_as_exit
 from poolbench_data.llm.model import EMBEDDED, resolve_model
 from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
+from poolbench_data.training.extra_args import check_script_args
 
 # The repository whose builders/ and training/ scripts the stages run: this checkout's, by default.
 ROOT = Path(__file__).resolve().parents[2]
@@ -333,27 +334,6 @@ def check_inputs(loop: Loop) -> None:
     if a.results_json:
         check_output_file(a.results_json, "--results_json")
     check_output_dir(loop.work, "--work_dir", make=False)  # the first stage makes it
-
-
-def check_script_args(root: Path, script: str, extra: str, flag: str) -> None:
-    """FLAG's words, each flag one SCRIPT takes: found now, not when its stage starts hours in."""
-    if not extra.strip():
-        return
-    import dataclasses
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"loop_check_{Path(script).stem}", root / script)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    if hasattr(module, "make_parser"):  # the TRL scripts: their parser holds TRL's flags too
-        known = {o for action in module.make_parser()._actions for o in action.option_strings}
-    else:  # a builder: its ScriptArguments are its flags
-        known = {f"--{f.name}" for f in dataclasses.fields(module.ScriptArguments)}
-    for word in shlex.split(extra):
-        if word.startswith("--") and word.split("=")[0] not in known:
-            raise UserError(f"{flag}: {word.split('=')[0]} is not a flag of {script}; "
-                            f"see python {script} --help")
 
 
 def main(argv=None, root: Path = ROOT) -> int:
