@@ -193,7 +193,7 @@ def test_recovery_respects_the_sources_and_the_call_cap(sampled):
         tool_pairs(scenarios, threads, traces, ["on-policy"])
 
 
-def test_a_level_gap_keeps_only_pairs_whose_outcomes_differ_in_kind(sampled, tmp_path, capsys):
+def test_a_level_gap_keeps_only_pairs_whose_outcomes_differ_in_kind(sampled, capsys):
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
     from poolbench_data.prefs.pairs import TARGET_BONUS, AIM_BONUS
