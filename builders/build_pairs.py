@@ -28,7 +28,9 @@ class ScriptArguments(PushArguments):
     tool_eval_dir: str = field(default="", metadata={"help": "Report folder (--out) of `poolbench eval --tools "
                                "--samples K` on this split's boards: build the `pairs_tools` config from its "
                                "tool_calls.jsonl and llm_traces.jsonl instead of `pairs` (--sources is not used)."})
-    tool_sources: str = field(default="tool-on-policy,tool-at-cap", metadata={
+    # All four by default: on-policy pairs alone (and with at-cap) lowered clean pots; with the recovery and
+    # answer pairs, which say when to call, DPO raised them (docs/training.md, sixth session).
+    tool_sources: str = field(default="tool-on-policy,tool-at-cap,tool-recovery,tool-answer", metadata={
         "help": "With --tool_eval_dir: comma-separated tool pair sources (tool-on-policy: every two samples of a "
                 "board that score differently, both sides the model's own; tool-at-cap: where the model called "
                 "again with no calls left, the action on a called shot against that call; tool-recovery: a call "

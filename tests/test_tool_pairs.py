@@ -95,8 +95,8 @@ def pairs(sampled) -> list[dict]:
     from datasets import load_dataset
 
     root, out = sampled
-    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
-                             "tool-on-policy,tool-recovery,tool-answer"]) == 0
+    # The builder's default sources: all four (the scripted model never calls at the cap)
+    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out)]) == 0
     return list(load_dataset(str(root), "pairs_tools", split="train"))
 
 

@@ -30,8 +30,9 @@ speed and calls the ghost_ball tool for the angle.
   eval_sft   `poolbench eval --tools` of the tool-SFT model (with Random and both Heuristics)
   samples    the tool-SFT model on --sample_n train boards, --samples tool-using conversations each
   pairs      builders/build_pairs.py --tool_eval_dir: every two samples that score differently, at the turn
-             where their choices part, and the action against a call written at the cap (config pairs_tools);
-             --extra_pairs_args passes more of the builder's flags (--tool_sources adds tool-recovery, tool-answer)
+             where their choices part; the action against a call written at the cap; a call for the open shot
+             against an answer after a blocked report, and its mirror (config pairs_tools); --extra_pairs_args
+             passes more of the builder's flags (e.g. --tool_sources to choose among those four)
   dpo        training/dpo.py with --tools_dpo_recipe from the tool-SFT model
   eval_dpo   `poolbench eval --tools` of the DPO model
   grpo       training/grpo.py --tool_env from the tool-SFT model, --grpo_steps steps (PoolBenchEnv)

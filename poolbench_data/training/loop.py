@@ -69,7 +69,7 @@ class LoopArguments:
                                  metadata={"help": "--model_args of every evaluation (the same for all models)."})
     extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
     extra_pairs_args: str = field(default="", metadata={"help": "More builders/build_pairs.py arguments (e.g. "
-                                  "--tool_sources tool-on-policy,tool-at-cap,tool-recovery,tool-answer)."})
+                                  "--tool_sources tool-on-policy,tool-at-cap for the on-policy pairs alone)."})
     extra_dpo_args: str = field(default="", metadata={"help": "More training/dpo.py arguments."})
     extra_grpo_args: str = field(default="", metadata={"help": "More training/grpo.py arguments (--track tools)."})
     results_json: str = field(default="", metadata={"help": "Also write the before/after JSON here."})
