@@ -35,7 +35,10 @@ class ScriptArguments(PushArguments):
                 "board that score differently, both sides the model's own; tool-at-cap: where the model called "
                 "again with no calls left, the action on a called shot against that call; tool-recovery: a call "
                 "for the board's open shot against an answer after a tool answer that was not open; tool-answer, "
-                "its mirror: the model's potting answer after an open tool answer against a further call. With "
+                "its mirror: the model's potting answer after an open tool answer against a further call; "
+                "tool-cap-answer (not a default: being measured): at the cap after a blocked report, the action "
+                "against a further call, the conversation continued with blocked calls to the cap where calls "
+                "were left. With "
                 "both of those two, each keeps as many pairs as the other; whatever the sources, the "
                 "call-against-answer pairs are trimmed to prefer either kind at most 3 times in 4: "
                 "docs/training.md)."})

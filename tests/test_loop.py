@@ -130,7 +130,8 @@ def test_tool_track_arguments(capsys):
     for argv, words in ((["--track", "rl"], "--track"), (["--track", "tools", "--stages", "after"], "--stages"),
                         (["--track", "tools", "--grpo_steps", "0"], "--grpo_steps"),
                         (["--track", "tools", "--samples", "1"], "--samples"),
-                        (["--track", "tools", "--extra_pairs_args", "--tool_source x"], "--extra_pairs_args: --tool_source")):
+                        (["--track", "tools", "--extra_pairs_args", "--tool_source x"], "--extra_pairs_args: --tool_source"),
+                        (["--track", "tools", "--extra_dpo_args", "--beta '0.2"], "--extra_dpo_args: No closing quotation")):
         assert loop.main(argv) == 2
         err = capsys.readouterr().err
         assert words in err and len(err.strip().splitlines()) == 1, err
@@ -178,7 +179,7 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
     loop = _loop()
     sources = "tool-on-policy,tool-at-cap,tool-recovery,tool-answer"
     runner = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path), dpo_steps=0, samples=4,
-                                          extra_pairs_args=f"--tool_sources {sources}"))
+                                          extra_pairs_args=f"--tool_sources '{sources}'"))  # as a shell splits it
     ran = []
     runner.run = ran.append
     for stage in ("samples", "pairs", "dpo", "eval_dpo"):

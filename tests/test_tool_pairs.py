@@ -257,6 +257,36 @@ def test_at_the_cap_the_action_is_chosen_over_another_call(sampled, tmp_path, po
             p["rejected_decision"]
 
 
+def test_at_the_cap_after_a_blocked_report_the_action_is_chosen_over_a_call(sampled, pairs):
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+    from poolbench_data.prefs.tool_pairs import tool_pairs
+    from poolbench_data.protocol.parsing import parse_action
+
+    root, out = sampled
+    scenarios = read_rows(root, "scenarios", "train")
+    boards = {r["id"]: Scenario.from_row(r) for r in scenarios}
+    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    cap = tool_pairs(scenarios, threads, traces, ["tool-cap-answer"])
+    assert cap and not any(p["source"] == "tool-cap-answer" for p in pairs)  # measured before it is a default
+    assert len({json.dumps(p["prompt"]) for p in cap}) == len(cap)
+    for p in cap:
+        s = boards[p["scenario_id"]]
+        tools = [json.loads(m["content"]) for m in p["prompt"] if m["role"] == "tool"]
+        assert len(tools) == MAX_CALLS == p["turn"] and tools[-1]["calls_left"] == 0 and not clear(tools[-1])
+        for k, m in enumerate(p["prompt"]):  # every answer in the prompt is the tool's, counting down to the cap
+            if m["role"] == "tool":
+                (call,) = tool_calls(p["prompt"][k - 1]["content"])
+                made = sum(1 for x in p["prompt"][:k] if x["role"] == "assistant" and tool_calls(x["content"]))
+                assert json.loads(m["content"]) == turn_result(s, call, MAX_CALLS - made)
+        called = {t["target_ball"] for t in tools if "error" not in t}
+        (chosen,), (rejected,) = p["chosen"], p["rejected"]
+        (further,) = tool_calls(rejected["content"])
+        assert further["arguments"]["target_ball"] not in called and p["rejected_outcome"]["parse_status"] != "ok"
+        assert parse_action(chosen["content"], s).status == "ok" and p["margin"] > 0
+        assert p["chosen_decision"].startswith("answer") and p["rejected_decision"].startswith("call")
+
+
 def test_every_tool_turn_in_a_prompt_is_the_tools_answer(pairs, sampled):
     from poolbench_data.hub.folder import read_rows
 

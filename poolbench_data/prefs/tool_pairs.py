@@ -43,6 +43,16 @@ with the tool's aim) is chosen over that call. These threads never enter
 on-policy pairs (their answer did not parse), so nothing else teaches the cap;
 the model's SFT wrote such a call on 59 of 200 held-out shots.
 
+`tool-cap-answer`, its mirror (not a default source until measured): at the
+cap after a report with no open shot, the action over a further call. From
+each thread that answered after such a report: where it was at the cap, its
+own answer (or `cap_answer`'s, where that scores higher); where calls were
+left, its conversation continued with calls for own balls the tool reports
+blocked until none are left, then `cap_answer`. The rejected side is a call
+for an own ball not yet called (read at the cap as the action: no shot).
+Recovery pairs teach "call after a blocked report" where calls are left;
+with them alone, DPO's model wrote a fourth call on 29 of 200 shots.
+
 Whatever the sources, the builder keeps `balance_kinds`: of the pairs whose
 two sides differ in kind (a call against an answer) at most
 `check.MAX_TURN_KIND_SHARE` choose the same kind (the smallest physics
@@ -57,7 +67,7 @@ from collections.abc import Mapping, Sequence
 
 from poolbench_data.boards.splits import SplitLeakError, leak_problem
 from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.llm.tools import tool_calls, turn_result, with_tool_note
+from poolbench_data.llm.tools import call_of, tool_calls, turn_result, with_tool_note
 from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
 from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, chosen_kind, turn_kinds
@@ -70,7 +80,8 @@ SOURCE = "tool-on-policy"
 RECOVERY = "tool-recovery"
 ANSWER = "tool-answer"
 AT_CAP = "tool-at-cap"
-TOOL_SOURCES = (SOURCE, RECOVERY, ANSWER, AT_CAP)
+CAP_ANSWER = "tool-cap-answer"
+TOOL_SOURCES = (SOURCE, RECOVERY, ANSWER, AT_CAP, CAP_ANSWER)
 
 
 class ThreadMismatch(ValueError):
@@ -194,6 +205,8 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
                 by_source[RECOVERY] += _recoveries(row, scenario, samples)
             if ANSWER in sources:
                 by_source[ANSWER] += _answers_now(row, scenario, samples)
+            if CAP_ANSWER in sources:
+                out += _cap_answers(row, scenario, samples)
     if RECOVERY in sources and ANSWER in sources:  # as many answers chosen as calls: the condition decides
         n = min(map(len, by_source.values()))
         by_source = {k: v[:n] for k, v in by_source.items()}
@@ -301,6 +314,47 @@ def _answers_now(row: dict, scenario: Scenario, samples: list) -> list[dict]:
                      prompt=conv[:-1])
         out.append({**pair, "turn": len(thread["turns"]), "chosen_decision": _described(decisions(thread, trace)[-1]),
                     "rejected_decision": _described(("call", ball, None))})
+    return out
+
+
+def _cap_answers(row: dict, scenario: Scenario, samples: list) -> list[dict]:
+    """For each distinct thread that answered after a report with no open shot: the action at the cap against a
+    further call (module docstring)."""
+    out, seen = [], set()
+    for thread, trace in samples:
+        calls = thread["calls"]
+        if clear(calls[-1]["result"]):
+            continue
+        conv = thread_messages(scenario, thread)[:-1]
+        made = [_called(c) for c in calls]
+        left = calls[-1]["result"].get("calls_left", 0)
+        more = [b for b, _ in blocked_calls(scenario, made[-1][0]) if b not in {m[0] for m in made}][:left]
+        if len(more) < left:  # too few blocked own balls to reach the cap with
+            continue
+        for k, ball in enumerate(more, 1):
+            conv += [{"role": "assistant", "content": call_text(ball)},
+                     {"role": "tool", "content": json.dumps(turn_result(scenario, call_of(ball), left - k))}]
+        made += [(b, None) for b in more]
+        uncalled = [b.id for b in scenario.own() if b.id not in {m[0] for m in made}]
+        key = json.dumps(conv)
+        if not uncalled or key in seen:
+            continue
+        seen.add(key)
+        answer = cap_answer(scenario, made)
+        best = (thread["final_response"], trace, trace.get("model") or thread["player"]) if not more else None
+        if answer is not None:
+            played = _played_row(row, scenario, answer[0], "tool_oracle")
+            if best is None or fine_score(played) > fine_score(trace):
+                best = (answer[0], played, "tool_oracle")
+        if best is None:
+            continue
+        further = call_text(uncalled[0])
+        rejected = _played_row(row, scenario, further, "further_call")
+        a = best[1].get("action") or {}
+        pair = _pair(row, best[0], further, best[1], rejected, CAP_ANSWER, best[2], "further_call", prompt=conv)
+        out.append({**pair, "turn": len(calls) + len(more),
+                    "chosen_decision": _described(("answer", a.get("target_ball"), a.get("phi"), a.get("V0"))),
+                    "rejected_decision": _described(("call", uncalled[0], None))})
     return out
 
 

@@ -9,9 +9,18 @@ from pathlib import Path
 from poolbench_data.core.errors import UserError
 
 
+def words(extra: str, flag: str) -> list[str]:
+    """FLAG's value as the stage's command gets it: split as a shell would, so a quoted value stays one word."""
+    try:
+        return shlex.split(extra)
+    except ValueError as e:
+        raise UserError(f"{flag}: {e} in {extra!r}; close the quote (or quote the value once)") from None
+
+
 def check_script_args(root: Path, script: str, extra: str, flag: str) -> None:
     """FLAG's words, each flag one SCRIPT takes: found now, not when its stage starts hours in."""
-    if not extra.strip():
+    given = words(extra, flag)
+    if not given:
         return
     import dataclasses
     import importlib.util
@@ -24,7 +33,7 @@ def check_script_args(root: Path, script: str, extra: str, flag: str) -> None:
         known = {o for action in module.make_parser()._actions for o in action.option_strings}
     else:  # a builder: its ScriptArguments are its flags
         known = {f"--{f.name}" for f in dataclasses.fields(module.ScriptArguments)}
-    for word in shlex.split(extra):
+    for word in given:
         if word.startswith("--") and word.split("=")[0] not in known:
             raise UserError(f"{flag}: {word.split('=')[0]} is not a flag of {script}; "
                             f"see python {script} --help")

@@ -18,7 +18,7 @@ from poolbench_data.core.errors import UserError, check_at_least, check_seed
 from poolbench_data.core.shutdown import stop_group, terminate_as_exit
 from poolbench_data.llm.model import EMBEDDED, resolve_model
 from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
-from poolbench_data.training.extra_args import check_script_args
+from poolbench_data.training.extra_args import check_script_args, words
 
 # The repository whose builders/ and training/ scripts the stages run: this checkout's, by default.
 ROOT = Path(__file__).resolve().parents[2]
@@ -174,14 +174,14 @@ class Loop:
         # Examples and optimizer steps convert by the rows a step (batch x accumulation, on one process).
         per_step = 1
         for key in ("per_device_train_batch_size", "gradient_accumulation_steps"):
-            per_step *= int(_override(self.a.extra_sft_args, key) or _recipe_value(self.root / self.sft_recipe, key, 1))
+            per_step *= int(_override(self.a.extra_sft_args, key, "--extra_sft_args") or _recipe_value(self.root / self.sft_recipe, key, 1))
         extra = ["--max_steps", str(max(1, self.a.sft_examples // per_step))] if self.a.sft_examples else []
         if self.a.sft_eval_every:
             extra += ["--save_strategy", "steps", "--save_steps", str(max(1, self.a.sft_eval_every // per_step)),
                       "--save_total_limit", "100"]
         self.run([self.py, "training/sft.py", "--config", self.sft_recipe, "--dataset_name", str(self.data),
                   "--output_dir", str(self.sft_dir), "--num_train_epochs", str(self.a.sft_epochs), *extra,
-                  "--model_name_or_path", self.a.model, *self.a.extra_sft_args.split()])
+                  "--model_name_or_path", self.a.model, *words(self.a.extra_sft_args, "--extra_sft_args")])
 
     def scaling(self):
         """Each SFT checkpoint on the test boards, named by the examples it has seen."""
@@ -205,14 +205,14 @@ class Loop:
         if not (self.data / "data" / config).exists():
             self.run([self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data),
                       *(["--tool_eval_dir", str(self.work / "samples")] if self.tools else []),
-                      *self.a.extra_pairs_args.split()])
+                      *words(self.a.extra_pairs_args, "--extra_pairs_args")])
 
     def dpo(self):
         if not (self.dpo_dir / "merged").exists():
             steps = ["--max_steps", str(self.a.dpo_steps)] if self.a.dpo_steps else []
             self.run([self.py, "training/dpo.py", "--config", self.dpo_recipe, "--dataset_name", str(self.data),
                       "--output_dir", str(self.dpo_dir), *steps, "--model_name_or_path",
-                      str(self.sft_dir / "merged"), *self.a.extra_dpo_args.split()])
+                      str(self.sft_dir / "merged"), *words(self.a.extra_dpo_args, "--extra_dpo_args")])
 
     def after(self):
         if self.a.after_model == "sft" and (self.sft_dir / "llm_traces.jsonl").exists():
@@ -237,7 +237,7 @@ class Loop:
         if not (self.grpo_dir / "merged").exists():
             self.run([self.py, "training/grpo.py", "--config", self.a.grpo_recipe, "--dataset_name", str(self.data),
                       "--output_dir", str(self.grpo_dir), "--max_steps", str(self.a.grpo_steps), "--model_name_or_path",
-                      str(self.sft_dir / "merged"), *self.a.extra_grpo_args.split()])
+                      str(self.sft_dir / "merged"), *words(self.a.extra_grpo_args, "--extra_grpo_args")])
 
     def eval_grpo(self):
         self.eval("grpo", str(self.grpo_dir / "merged"))
@@ -274,9 +274,9 @@ class Loop:
         print(scaling_table(self.work))
 
 
-def _override(args: str, key: str) -> str | None:
-    words = args.split()
-    return words[words.index(f"--{key}") + 1] if f"--{key}" in words[:-1] else None
+def _override(args: str, key: str, flag: str) -> str | None:
+    given = words(args, flag)
+    return given[given.index(f"--{key}") + 1] if f"--{key}" in given[:-1] else None
 
 
 def _recipe_value(recipe: Path, key: str, default):
