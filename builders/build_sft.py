@@ -28,6 +28,10 @@ class ScriptArguments(PushArguments):
                                                           "answers with its aim) instead of `sft`."})
     seed: int = field(default=0, metadata={"help": "Seed of the draw that adds a recovered mistaken call to some "
                                                    "tool demonstrations (--tools)."})
+    retry_blocked_share: float = field(default=0.45, metadata={
+        "help": "With --tools: the share of boards (of those with an own ball the tool reports blocked) whose "
+                "demonstration first calls for a blocked shot, then calls again (the turn the tool-SFT model "
+                "most often skips: it answered after a blocked report; docs/training.md)."})
 
 
 def build(args: ScriptArguments) -> None:
@@ -41,6 +45,9 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.report.provenance import provenance
 
     check_seed("--seed", args.seed)
+    if not 0 <= args.retry_blocked_share <= 1:
+        raise UserError(f"--retry_blocked_share {args.retry_blocked_share}: a share of boards; give a value "
+                        "from 0 to 1")
     if args.split in EVAL_SPLITS:
         raise UserError(f"--split {args.split}: demonstrations from the evaluation boards would leak them into "
                         f"training; use --split train")
@@ -54,9 +61,11 @@ def build(args: ScriptArguments) -> None:
 
         from poolbench_data.prefs.tool_sft import tool_sft_rows
 
-        rows = tool_sft_rows(scenarios, args.split, seed=args.seed, progress=True)
+        rows = tool_sft_rows(scenarios, args.split, seed=args.seed, progress=True,
+                             blocked_share=args.retry_blocked_share)
         counts = write_config(folder, "sft_tools", {args.split: rows}, "sft_tools",
-                              provenance(split=args.split, seed=args.seed))
+                              provenance(split=args.split, seed=args.seed,
+                                         retry_blocked_share=args.retry_blocked_share))
         kinds = Counter(r["demonstration"] for r in rows)
         pots = sum(r["clean_pot"] for r in rows)
         print(f"sft_tools/{args.split}: {counts[args.split]} tool demonstrations, {pots} of them legal pots "

@@ -160,6 +160,23 @@ def test_same_seed_same_rows_and_the_seed_moves_the_mistakes(scenario_rows):
     assert [r["messages"][-1] for r in a] == [r["messages"][-1] for r in b]
 
 
+def test_the_blocked_share_sets_how_many_demonstrations_call_again(folder, scenario_rows, capsys):
+    from poolbench_data.prefs.tool_sft import RETRY_BLOCKED_SHARE
+
+    build_sft = _load("builders/build_sft")
+    assert build_sft.ScriptArguments().retry_blocked_share == RETRY_BLOCKED_SHARE  # one default
+    kinds = {share: [r["demonstration"] for r in tool_sft_rows(scenario_rows, "train", blocked_share=share)]
+             for share in (0.0, 1.0)}
+    assert "after_blocked" not in kinds[0.0] and kinds[1.0].count("after_blocked") > 0
+    assert len(kinds[0.0]) == len(kinds[1.0])  # the same boards, the same pots: only the calls before them move
+    # every board that has a blocked own ball starts with one at share 1 (the error draw aside)
+    assert kinds[1.0].count("direct") < kinds[0.0].count("direct")
+    for bad in ("1.5", "-0.1"):
+        assert build_sft.main(["--dataset_dir", str(folder), "--tools", "--retry_blocked_share", bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "--retry_blocked_share" in err and len(err.splitlines()) == 1
+
+
 def test_a_row_that_does_not_replay_is_a_build_error_naming_the_board(rows, scenario_rows):
     row = dict(rows[0])
     s = board(scenario_rows, row["scenario_id"])

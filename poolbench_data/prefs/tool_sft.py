@@ -233,7 +233,8 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
     return ToolDemo(scenario, (*mistakes, (ball, None)), len(mistakes), answer, shot, m, kind)
 
 
-def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress: bool = False) -> list[dict]:
+def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress: bool = False,
+                  blocked_share: float = RETRY_BLOCKED_SHARE) -> list[dict]:
     """One row per scenario row whose board has a tool-derived legal pot, in board order; each verified."""
     from tqdm.auto import tqdm
 
@@ -243,7 +244,7 @@ def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress
     for s in tqdm(scenarios, desc="tool demonstrations", unit="board", disable=not progress):
         scenario = Scenario.from_row(s)
         oracle = Shot.from_row(s["oracle_shot"]) if s.get("oracle_shot") else None
-        demo = tool_demo(scenario, oracle, seed)
+        demo = tool_demo(scenario, oracle, seed, blocked_share)
         if demo is not None:
             row = demo.to_row(split)
             verify_tool_row(row, scenario)
