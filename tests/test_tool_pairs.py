@@ -287,6 +287,53 @@ def test_at_the_cap_after_a_blocked_report_the_action_is_chosen_over_a_call(samp
         assert p["chosen_decision"].startswith("answer") and p["rejected_decision"].startswith("call")
 
 
+def test_a_thread_that_answered_at_the_cap_keeps_its_own_conversation(sampled, tmp_path):
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+    from poolbench_data.prefs.pairs import fine_score
+    from poolbench_data.prefs.tool_pairs import tool_pairs
+    from poolbench_data.prefs.tool_sft import cap_answer
+
+    root, _ = sampled
+    scenarios = read_rows(root, "scenarios", "train")
+    boards = {r["prompt"][1]["content"]: Scenario.from_row(r) for r in scenarios}
+
+    def reply(messages: list[dict], i: int) -> dict:
+        """Calls own balls to the cap, then on half the boards the demonstrations' action there, on the others a
+        soft shot from the last report."""
+        s = boards[messages[1]["content"]]
+        tools = [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
+        own_ids = [b.id for b in s.own()]
+        if not tools or tools[-1]["calls_left"] > 0:
+            return _structured(own_ids[len(tools) % len(own_ids)], None)
+        if len(messages[1]["content"]) % 2:
+            return {"role": "assistant", "content": cap_answer(s, [(b, None) for b in own_ids[:MAX_CALLS]])[0]}
+        last = next(t for t in reversed(tools) if "error" not in t)
+        shot = Shot(phi=last["shots"][0]["potting_point_aim_angle_deg"], V0=SOFT, target_ball=last["target_ball"],
+                    target_pocket=last["shots"][0]["pocket"])
+        return {"role": "assistant", "content": format_action(shot, s)}
+
+    out = tmp_path / "at_cap"
+    with recording_server(reply, _Sampler) as (url, _):
+        assert poolbench(["eval", "--backend", "openai", "--base_url", url, "--model", "m", "--tools", "--seed", "3",
+                          "--n", "8", "--samples", "1", "--baselines", "random", "--boards", "0", "--out", str(out),
+                          "--quiet"]) == 0
+    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    own = {t["scenario_id"]: (th, t) for th in threads for t in traces if t["scenario_id"] == th["scenario_id"]}
+    cap = tool_pairs(scenarios, threads, traces, ["tool-cap-answer"])
+    assert {p["chosen_model"] for p in cap} == {"tool_oracle", "m"}  # both cases happen
+    for p in cap:
+        thread, trace = own[p["scenario_id"]]
+        # the prompt is the model's own three calls, nothing added; the chosen action is its own unless the
+        # demonstrations' action at the cap scores higher
+        assert [m["content"] for m in p["prompt"] if m["role"] == "assistant"] == thread["turns"]
+        assert p["turn"] == MAX_CALLS and not clear(thread["calls"][-1]["result"])
+        if p["chosen_model"] == "tool_oracle":
+            assert p["chosen_score"] > fine_score(trace)
+        else:
+            assert p["chosen"][0]["content"] == thread["final_response"] and p["chosen_score"] == fine_score(trace)
+
+
 def test_every_tool_turn_in_a_prompt_is_the_tools_answer(pairs, sampled):
     from poolbench_data.hub.folder import read_rows
 
