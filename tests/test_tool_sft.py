@@ -169,7 +169,7 @@ def test_the_blocked_share_sets_how_many_demonstrations_call_again(folder, scena
              for share in (0.0, 1.0)}
     assert "after_blocked" not in kinds[0.0] and kinds[1.0].count("after_blocked") > 0
     assert len(kinds[0.0]) == len(kinds[1.0])  # the same boards, the same pots: only the calls before them move
-    # every board that has a blocked own ball starts with one at share 1 (the error draw aside)
+    # at share 1 boards with a blocked own ball start with one: fewer demonstrations answer at once
     assert kinds[1.0].count("direct") < kinds[0.0].count("direct")
     for bad in ("1.5", "-0.1"):
         assert build_sft.main(["--dataset_dir", str(folder), "--tools", "--retry_blocked_share", bad]) == 2

@@ -174,7 +174,8 @@ class Loop:
         # Examples and optimizer steps convert by the rows a step (batch x accumulation, on one process).
         per_step = 1
         for key in ("per_device_train_batch_size", "gradient_accumulation_steps"):
-            per_step *= int(_override(self.a.extra_sft_args, key, "--extra_sft_args") or _recipe_value(self.root / self.sft_recipe, key, 1))
+            per_step *= int(_override(self.a.extra_sft_args, key, "--extra_sft_args")
+                            or _recipe_value(self.root / self.sft_recipe, key, 1))
         extra = ["--max_steps", str(max(1, self.a.sft_examples // per_step))] if self.a.sft_examples else []
         if self.a.sft_eval_every:
             extra += ["--save_strategy", "steps", "--save_steps", str(max(1, self.a.sft_eval_every // per_step)),
