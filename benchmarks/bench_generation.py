@@ -7,6 +7,15 @@ separately, and each backend gets one untimed warm-up request.
     python benchmarks/bench_generation.py                      # the first 8 benchmark boards
     python benchmarks/bench_generation.py --prompts_file p.jsonl --max_tokens 300
     python benchmarks/bench_generation.py --backends vllm --enforce_eager --reserved_cpus 1,0   # a row each
+    python benchmarks/bench_generation.py --backends vllm --enforce_eager --model W/sft/merged \
+        --tool_boards 100 --kv_cache_gib 1,8 --max_model_len 4096 --max_tokens 300 --dtype float32   # a row each
+
+With --tool_boards N the work is `poolbench eval --tools` on the first N
+evaluation boards (each shot calls ghost_ball until it answers, <= 3 calls;
+llm.tools.play_with_tools), so later turns re-send the earlier ones: the KV
+cache decides how many conversations run at once and how much prefix caching
+keeps. The rows run one after another in one run; "texts" says whether a
+vLLM row wrote the same words as the first one.
 
 A prompts file holds one conversation a line: a JSON list of
 {"role", "content"} messages, or an object with a "messages" list.
@@ -94,29 +103,53 @@ def bench_transformers(model_dir: str, prompts: list, args: argparse.Namespace) 
     return {"backend": label, "startup_s": startup, "gen_s": elapsed, "tokens": tokens}
 
 
-def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace, reserved: str = "") -> dict[str, Any]:
+def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace, reserved: str = "",
+               kv_cache_gib: float | None = None) -> dict[str, Any]:
     from poolbench_data.llm.vllm_backend import RESERVED_CPUS_ENV, VLLMBackend, environment
 
     extra = {"enforce_eager": True} if args.enforce_eager else {}
+    if args.dtype:
+        extra["dtype"] = args.dtype
     with environment({RESERVED_CPUS_ENV: reserved} if reserved else {}):  # read as the engine starts
-        backend = VLLMBackend(model_dir, max_model_len=args.max_model_len, kv_cache_gib=args.kv_cache_gib, **extra)
+        backend = VLLMBackend(model_dir, max_model_len=args.max_model_len, kv_cache_gib=kv_cache_gib, **extra)
     try:
         backend.generate(prompts[:1], max_tokens=4)  # warm-up
         started = time.perf_counter()
-        result = backend.generate(prompts, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
+        if args.tool_boards:
+            texts, tokens, failures = play_tools(backend, args)
+        else:
+            result = backend.generate(prompts, temperature=args.temperature, max_tokens=args.max_tokens,
+                                      seed=args.seed)
+            texts, tokens, failures = result.texts, result.usage["completion_tokens"], len(result.failures)
         elapsed = time.perf_counter() - started
-        tokens = result.usage["completion_tokens"]
-        failures = len(result.failures)
     finally:
         backend.close()
     mode = "eager" if args.enforce_eager else "compiled"
+    setting = [f"reserved {reserved}"] * bool(reserved) + [f"kv {kv_cache_gib:g} GiB"] * (kv_cache_gib is not None)
     return {
-        "backend": f"vllm ({mode}, one batch{f', reserved {reserved}' if reserved else ''})",
+        "backend": f"vllm ({mode}, {'tool turns' if args.tool_boards else 'one batch'}"
+                   f"{''.join(', ' + s for s in setting)})",
         "startup_s": backend.startup_s,
         "gen_s": elapsed,
         "tokens": tokens,
         "failures": failures,
+        "texts": texts,
     }
+
+
+def play_tools(backend, args: argparse.Namespace) -> tuple[list, int, int]:
+    """The tool condition's generation, as `poolbench eval --tools` runs it."""
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.llm.player import EvalSettings, conversations
+    from poolbench_data.llm.tools import MAX_CALLS, play_with_tools
+
+    boards = generate(args.tool_boards)
+    settings = EvalSettings(model=backend.model, backend="vllm", temperature=args.temperature,
+                            max_tokens=args.max_tokens, seed=args.seed)
+    _, gens, threads = play_with_tools(boards, conversations(boards), backend, settings, player="bench",
+                                       max_calls=MAX_CALLS)
+    return ([t.turns + [t.text] for t in threads], sum(g.usage["completion_tokens"] for g in gens),
+            sum(len(g.failures) for g in gens))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,7 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backends", default="transformers,vllm", help="comma list of: transformers, vllm")
     parser.add_argument("--max_model_len", type=int, default=2048)
-    parser.add_argument("--kv_cache_gib", type=float, default=None)
+    parser.add_argument("--kv_cache_gib", default="",
+                        help="comma list: one vLLM row per KV cache size in GiB ('' = the backend's default)")
+    parser.add_argument("--dtype", default="", help="vLLM dtype (e.g. float32 for an fp32 fine-tune; '' = auto)")
+    parser.add_argument("--tool_boards", type=int, default=0,
+                        help="play the first N evaluation boards with the ghost_ball tool instead of one batch")
     parser.add_argument("--enforce_eager", action="store_true", help="skip vLLM's torch.compile (faster start)")
     parser.add_argument("--reserved_cpus", default="",
                         help="comma list: one vLLM row per value of VLLM_CPU_NUM_OF_RESERVED_CPU, the cores the CPU "
@@ -148,21 +185,27 @@ def main(argv: list[str] | None = None) -> int:
         if name not in runners:
             parser.error(f"--backends: unknown backend {name!r}; choose from {sorted(runners)}")
         print(f"running {name} on {len(prompts)} prompts ...", file=sys.stderr, flush=True)
-        if name == "vllm" and args.reserved_cpus:
-            rows += [bench_vllm(model_dir, prompts, args, r.strip()) for r in args.reserved_cpus.split(",")]
+        if name == "vllm" and (args.reserved_cpus or args.kv_cache_gib):
+            rows += [bench_vllm(model_dir, prompts, args, r.strip(), float(kv) if kv.strip() else None)
+                     for r in args.reserved_cpus.split(",") for kv in args.kv_cache_gib.split(",")]
         else:
             rows.append(runners[name](model_dir, prompts, args))
 
-    print(f"\nmodel {model_dir}; {len(prompts)} prompts, max_tokens {args.max_tokens}, T={args.temperature}")
-    header = f"{'backend':<32} {'start s':>8} {'gen s':>8} {'scen/s':>8} {'tokens':>7} {'tok/s':>8}"
+    what = f"{args.tool_boards} boards with the tool" if args.tool_boards else f"{len(prompts)} prompts"
+    print(f"\nmodel {model_dir}; {what}, max_tokens {args.max_tokens}, T={args.temperature}")
+    header = f"{'backend':<44} {'start s':>8} {'gen s':>8} {'scen/s':>8} {'tokens':>7} {'tok/s':>8} {'texts':>6}"
     print(header)
     print("-" * len(header))
+    first = next((row["texts"] for row in rows if "texts" in row), None)
     for row in rows:
-        row["scenarios_per_s"] = len(prompts) / row["gen_s"]
+        row["scenarios_per_s"] = (args.tool_boards or len(prompts)) / row["gen_s"]
         row["tokens_per_s"] = row["tokens"] / row["gen_s"]
+        if "texts" in row:  # vLLM rows: the same words as the first vLLM row?
+            row["same_texts"] = row.pop("texts") == first
+        same = {True: "same", False: "differ"}.get(row.get("same_texts"), "-")
         print(
-            f"{row['backend']:<32} {row['startup_s']:>8.1f} {row['gen_s']:>8.2f} "
-            f"{row['scenarios_per_s']:>8.2f} {row['tokens']:>7d} {row['tokens_per_s']:>8.1f}"
+            f"{row['backend']:<44} {row['startup_s']:>8.1f} {row['gen_s']:>8.2f} "
+            f"{row['scenarios_per_s']:>8.2f} {row['tokens']:>7d} {row['tokens_per_s']:>8.1f} {same:>6}"
         )
     if args.output:
         args.output.write_text(json.dumps({"model": model_dir, "prompts": len(prompts), "rows": rows}, indent=2))
