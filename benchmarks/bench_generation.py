@@ -177,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from poolbench_data.llm import resolve_model
 
+    try:
+        sizes = [float(kv) if kv.strip() else None for kv in args.kv_cache_gib.split(",")]
+    except ValueError:
+        parser.error(f"--kv_cache_gib: {args.kv_cache_gib!r} is not a comma list of GiB; write e.g. 1,8")
     model_dir = resolve_model(args.model)
     prompts = load_prompts(args.prompts_file) if args.prompts_file else builtin_prompts()
     runners = {"transformers": bench_transformers, "vllm": bench_vllm}
@@ -186,8 +190,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--backends: unknown backend {name!r}; choose from {sorted(runners)}")
         print(f"running {name} on {len(prompts)} prompts ...", file=sys.stderr, flush=True)
         if name == "vllm" and (args.reserved_cpus or args.kv_cache_gib):
-            rows += [bench_vllm(model_dir, prompts, args, r.strip(), float(kv) if kv.strip() else None)
-                     for r in args.reserved_cpus.split(",") for kv in args.kv_cache_gib.split(",")]
+            rows += [bench_vllm(model_dir, prompts, args, r.strip(), kv)
+                     for r in args.reserved_cpus.split(",") for kv in sizes]
         else:
             rows.append(runners[name](model_dir, prompts, args))
 
