@@ -125,7 +125,7 @@ def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace, reserved
     finally:
         backend.close()
     mode = "eager" if args.enforce_eager else "compiled"
-    setting = [f"reserved {reserved}"] * bool(reserved) + [f"kv {kv_cache_gib:g} GiB"] * (kv_cache_gib is not None)
+    setting = ([f"reserved {reserved}"] if reserved else []) + ([f"kv {kv_cache_gib:g} GiB"] if kv_cache_gib else [])
     return {
         "backend": f"vllm ({mode}, {'tool turns' if args.tool_boards else 'one batch'}"
                    f"{''.join(', ' + s for s in setting)})",
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         if name not in runners:
             parser.error(f"--backends: unknown backend {name!r}; choose from {sorted(runners)}")
         print(f"running {name} on {len(prompts)} prompts ...", file=sys.stderr, flush=True)
-        if name == "vllm" and (args.reserved_cpus or args.kv_cache_gib):
+        if name == "vllm":  # a row per (reserved cores, KV size); ("", None) is the defaults' one row
             rows += [bench_vllm(model_dir, prompts, args, r.strip(), kv)
                      for r in args.reserved_cpus.split(",") for kv in sizes]
         else:

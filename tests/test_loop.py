@@ -196,7 +196,8 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
     assert "--max_steps" not in dpo and dpo[dpo.index("--model_name_or_path") + 1] == str(tmp_path / "sft" / "merged")
     held_out = EvalConfig(**read_yaml(evaluation[evaluation.index("--config") + 1]))
     assert held_out.tools and held_out.out == str(tmp_path / "dpo") and held_out.model == str(tmp_path / "dpo" / "merged")
-    assert held_out.baselines == loop.TOOL_BASELINES and held_out.model_args == "dtype=float32,enforce_eager=True,kv_cache_gib=8"
+    assert held_out.baselines == loop.TOOL_BASELINES
+    assert held_out.model_args == "dtype=float32,enforce_eager=True,kv_cache_gib=8"
 
 
 def test_the_sft_stage_counts_examples_as_batch_times_accumulation(tmp_path):

@@ -65,9 +65,9 @@ class LoopArguments:
                                                            "recipe's epochs over every pair)."})
     # fp32: the CPU recipes merge the LoRA update into fp32 weights, and vLLM's
     # dtype "auto" casts fp32 checkpoints to bf16, which rounds most of it away.
-    # An 8 GiB KV cache (the CPU default is 1) runs ~45 conversations of a tool
-    # evaluation at once instead of ~14: 216 s of generation against 326 s for the
-    # tool SFT model on 200 boards, the same texts (Zen 5, 2026-11-26).
+    # An 8 GiB KV cache (the CPU default is 1) holds ~186,000 tokens, not ~23,000
+    # (~14 tool conversations of ~1,700): 217 s of generation against 326 s for the
+    # tool SFT model on 200 boards, the same texts (docs/benchmarks.md, Generation).
     eval_model_args: str = field(default="dtype=float32,enforce_eager=True,kv_cache_gib=8",
                                  metadata={"help": "--model_args of every evaluation (the same for all models)."})
     extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
