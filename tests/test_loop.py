@@ -123,6 +123,9 @@ def test_tool_track_json_has_the_issue_shape(tmp_path):
     assert set(result["mcnemar_p"]["grpo_vs_sft"]) == {"clean_pot", "own_potted"}
     assert {"random", "heuristic_centre", "heuristic_potpoint"} <= set(result)
     assert result["heuristic_potpoint"]["legal_contact"] >= 0 and result["demonstrations_available"] is None
+    from poolbench_data.llm.tools import TOOL_VERSION
+
+    assert result["tool_version"] == TOOL_VERSION  # what the evaluations played with
 
 
 def test_tool_track_arguments(capsys):

@@ -21,7 +21,7 @@ import pytest
 from poolbench_data.cli import main as poolbench
 from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.core.table import POCKET_IDS
-from poolbench_data.llm.tools import MAX_CALLS, TOOL_NOTE, tool_answer, tool_calls, turn_result
+from poolbench_data.llm.tools import MAX_CALLS, TOOL_NOTE, TOOL_VERSION, tool_answer, tool_calls, turn_result
 from poolbench_data.prefs.tool_sft import call_text, clear
 from poolbench_data.protocol.prompts import format_action
 from test_experiments import _Recorder, recording_server
@@ -67,8 +67,9 @@ def scripted_model(rows: list[dict]):
                     _structured(ball, other), {"role": "assistant", "content": "no idea"}][i % 4]
         result = json.loads(messages[-1]["content"])
         speed = SOFT if messages[2]["content"].startswith("Checking.") else oracle.V0
-        shot = Shot(phi=result["potting_point_aim_angle_deg"], V0=speed, target_ball=result["target_ball"],
-                    target_pocket=result["pocket"])
+        # the shot's aim whether or not the tool showed it (a closed shot's is left out while calls are left)
+        aim = tool_answer(s, result["target_ball"], result["pocket"])["potting_point_aim_angle_deg"]
+        shot = Shot(phi=aim, V0=speed, target_ball=result["target_ball"], target_pocket=result["pocket"])
         return {"role": "assistant", "content": format_action(shot, s)}
 
     return reply
@@ -382,7 +383,11 @@ def test_bad_sample_folders_are_refused_in_one_line(sampled, tmp_path, capsys):
 
     err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir",
                  str(_rewritten(out, tmp_path / "n", before_calls_left)))
-    assert "recorded tool answer differs" in err
+    assert "without calls_left" in err
+    # a run of the tool before its version was recorded (v1 showed closed shots' aims)
+    err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(_rewritten(
+        out, tmp_path / "v", lambda r: {k: v for k, v in r.items() if k != "tool_version"})))
+    assert "recorded with tool ghost_ball-v1" in err and TOOL_VERSION in err
     err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir",
                  str(_rewritten(out, tmp_path / "f", lambda r: {**r, "scenario_id": "pb0-000000"})))
     assert "not in" in err and "pb0-000000" in err

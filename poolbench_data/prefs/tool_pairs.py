@@ -67,7 +67,7 @@ from collections.abc import Mapping, Sequence
 
 from poolbench_data.boards.splits import SplitLeakError, leak_problem
 from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.llm.tools import call_of, tool_calls, turn_result, with_tool_note
+from poolbench_data.llm.tools import TOOL_VERSION, call_of, tool_calls, turn_result, with_tool_note
 from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
 from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, chosen_kind, turn_kinds
@@ -92,13 +92,19 @@ def thread_messages(scenario: Scenario, thread: Mapping) -> list[dict]:
     """The conversation the model had: prompt with the tool's paragraph, each turn, the tool's answers, the final
     answer. Raise ThreadMismatch when a recorded result is not what the tool answers now (its `calls_left` is the
     run's: the cap is a setting of the eval)."""
+    if thread.get("tool_version", "ghost_ball-v1") != TOOL_VERSION:  # v1 rows predate the field
+        raise ThreadMismatch(f"board {scenario.id!r} sample {thread['sample']}: recorded with tool "
+                             f"{thread.get('tool_version', 'ghost_ball-v1')}, this is {TOOL_VERSION}; re-run the eval")
     conv = [{"role": m["role"], "content": m["content"]} for m in with_tool_note([messages(scenario)])[0]]
     recorded = iter(thread["calls"])
     for text in thread["turns"]:
         conv.append({"role": "assistant", "content": text})
         for call in tool_calls(text):
             was = next(recorded, {}).get("result") or {}
-            result = turn_result(scenario, call, was.get("calls_left"))
+            if not isinstance(was.get("calls_left"), int):
+                raise ThreadMismatch(f"board {scenario.id!r} sample {thread['sample']}: a recorded tool answer "
+                                     "without calls_left; re-run the eval")
+            result = turn_result(scenario, call, was["calls_left"])
             if was != result:
                 raise ThreadMismatch(f"board {scenario.id!r} sample {thread['sample']}: the recorded tool answer "
                                      "differs from the tool's (a run with another tool version?); re-run the eval")

@@ -137,9 +137,23 @@ def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
         "dpo_pairs": examples_seen(work / "dpo"),
         "dpo_pairs_available": available.get("pairs_tools"),
         "grpo_steps": json.loads(grpo_state.read_text())["global_step"] if grpo_state.exists() else 0,
+        "tool_version": tool_version(work),
         "wall_minutes": wall_minutes(work),
         "machine": machine(),
     }
+
+
+def tool_version(work: Path) -> str | None:
+    """The ghost_ball version the track's evaluations played with (llm.tools.TOOL_VERSION), "mixed: ..." when
+    they differ (a stage resumed from a run with another tool); None before any evaluation ran."""
+    found = {}
+    for name in ("sft", "dpo", "grpo"):
+        results = work / name / "results.json"
+        if results.exists():  # v1 results predate the field
+            found[name] = json.loads(results.read_text()).get("tools", {}).get("tool_version", "ghost_ball-v1")
+    if len(set(found.values())) > 1:
+        return "mixed: " + ", ".join(f"{v} ({k})" for k, v in found.items())
+    return next(iter(found.values()), None)
 
 
 def scaling_rows(work: Path) -> list[dict]:
