@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.llm.tools import TOOL_NOTE, run_call, turn_result, without_closed_aims
+from poolbench_data.llm.tools import TOOL_NOTE, run_call, turn_result
 from poolbench_data.prefs.env import BOARD_COLUMNS, PoolBenchEnv, final_answer, tool_physics_reward, tool_prompts
 from poolbench_data.prefs.tool_sft import find_pot
 
@@ -58,10 +58,7 @@ def test_reset_deals_the_rows_board_and_the_tool_answers_as_the_evaluator(boards
         for ball, pocket, left in (("1", "rt", 2), ("12", "lb", 1), ("99", "rt", 0), ("1", "zz", 0)):
             got = json.loads(env.ghost_ball(target_ball=ball, pocket=pocket))
             call = {"name": "ghost_ball", "arguments": {"target_ball": ball, "pocket": pocket}}
-            full = run_call(s, call)  # a closed shot's aims are left out while calls are left
-            assert got == turn_result(s, call, left) and got["calls_left"] == left
-            assert got == {"calls_left": left, **full} if left == 0 or full.get("open", True) else \
-                {k: v for k, v in got.items() if k != "calls_left"} == without_closed_aims(full) != full
+            assert got == turn_result(s, call, left) == {"calls_left": left, **run_call(s, call)}
         assert len(env.calls) == 4 and "error" in env.calls[2]["result"]
         env.reset(**row)  # the pocket left out: the ball's report, as the evaluator answers that call
         got = json.loads(env.ghost_ball(target_ball="1"))

@@ -67,9 +67,8 @@ def scripted_model(rows: list[dict]):
                     _structured(ball, other), {"role": "assistant", "content": "no idea"}][i % 4]
         result = json.loads(messages[-1]["content"])
         speed = SOFT if messages[2]["content"].startswith("Checking.") else oracle.V0
-        # the shot's aim whether or not the tool showed it (a closed shot's is left out while calls are left)
-        aim = tool_answer(s, result["target_ball"], result["pocket"])["potting_point_aim_angle_deg"]
-        shot = Shot(phi=aim, V0=speed, target_ball=result["target_ball"], target_pocket=result["pocket"])
+        shot = Shot(phi=result["potting_point_aim_angle_deg"], V0=speed, target_ball=result["target_ball"],
+                    target_pocket=result["pocket"])
         return {"role": "assistant", "content": format_action(shot, s)}
 
     return reply
@@ -384,10 +383,14 @@ def test_bad_sample_folders_are_refused_in_one_line(sampled, tmp_path, capsys):
     err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir",
                  str(_rewritten(out, tmp_path / "n", before_calls_left)))
     assert "without calls_left" in err
-    # a run of the tool before its version was recorded (v1 showed closed shots' aims)
-    err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(_rewritten(
-        out, tmp_path / "v", lambda r: {k: v for k, v in r.items() if k != "tool_version"})))
-    assert "recorded with tool ghost_ball-v1" in err and TOOL_VERSION in err
+    # threads of another tool version (the model read other answers), and of v1 before the field was recorded
+    err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir",
+                 str(_rewritten(out, tmp_path / "v", lambda r: {**r, "tool_version": "ghost_ball-v2"})))
+    assert "recorded with tool ghost_ball-v2" in err and TOOL_VERSION in err
+    unversioned = _rewritten(out, tmp_path / "u", lambda r: {k: v for k, v in r.items() if k != "tool_version"})
+    own = shutil.copytree(root, tmp_path / "dataset")  # the module's dataset stays as the other tests read it
+    assert TOOL_VERSION == "ghost_ball-v1"
+    assert build_pairs.main(["--dataset_dir", str(own), "--tool_eval_dir", str(unversioned)]) == 0
     err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir",
                  str(_rewritten(out, tmp_path / "f", lambda r: {**r, "scenario_id": "pb0-000000"})))
     assert "not in" in err and "pb0-000000" in err

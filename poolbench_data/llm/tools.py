@@ -58,14 +58,13 @@ TOOL_NOTE = (
     '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "3"}}</tool_call> '
     "and wait for the result; add \"pocket\" for one pocket in detail (the balls in the way, and "
     "aim_angle_deg aimed at the pocket centre). Each result also says calls_left, how many more calls you may "
-    "make: at 0 the next turn must be the JSON action. While calls are left, a shot that is not open comes "
-    "without its aims: call for another ball or pocket. When you are ready, answer with the JSON action as instructed."
+    "make: at 0 the next turn must be the JSON action. When you are ready, answer with the JSON action as "
+    "instructed."
 )
-# The tool as the model reads it (TOOL_NOTE and `turn_result`), recorded with every tool run; v2: the aims of
-# shots that are not open are left out while calls are left. A recorded thread or demonstration from another
-# version does not replay (prefs.tool_pairs, prefs.tool_sft).
-TOOL_VERSION = "ghost_ball-v2"
-AIM_FIELDS = ("aim_angle_deg", "potting_point_aim_angle_deg")
+# The tool as the model reads it (TOOL_NOTE, `turn_result`), recorded in every thread and results.json; preference
+# pairs refuse threads of another version. A v2 that left out closed shots' aims while calls were left was measured
+# and dropped: tool SFT's legal contacts 148 -> 153, but DPO's clean pots 111 -> 100 (docs/training.md).
+TOOL_VERSION = "ghost_ball-v1"
 MAX_CALLS = 3  # tool calls a shot may make by default; the answer is the turn after the last
 # Tokens a tool result adds to the conversation, an upper bound used to check the context before work: with
 # SmolLM2's digit-by-digit tokenizer one pocket's answer is ~131 and a ball's report at most 218 (held-out own balls).
@@ -149,24 +148,9 @@ def call_of(target_ball: str, pocket: str | None = None) -> dict:
 
 def turn_result(scenario: Scenario, call: dict, calls_left: int) -> dict:
     """A call's result as the model reads it in the conversation: `calls_left` (the turns that may still call;
-    at 0 the next turn is read as the action) before the tool's own answer, whose shots that are not open come
-    without their aims while calls are left (`without_closed_aims`). The tool-SFT model, never told the cap,
-    wrote a fourth call where the action was due on 59 of 200 shots (docs/training.md)."""
-    result = run_call(scenario, call)
-    return {"calls_left": calls_left, **(without_closed_aims(result) if calls_left > 0 else result)}
-
-
-def without_closed_aims(result: dict) -> dict:
-    """A tool answer with the aims of its shots that are not open left out. The tool-SFT model (tool v1, every
-    aim shown) answered after a report with nothing open and calls left on 75 of 200 held-out shots, each time
-    writing an aim the report gave for a closed shot: 24 legal contacts against 124 of 125 answers on open
-    shots (docs/training.md). Where the action is due (calls_left 0) every aim is shown: the best it can write."""
-    if "shots" in result:
-        return {**result, "shots": [s if s["open"] else {k: v for k, v in s.items() if k not in AIM_FIELDS}
-                                    for s in result["shots"]]}
-    if "error" in result or result["open"]:
-        return result
-    return {k: v for k, v in result.items() if k not in AIM_FIELDS}
+    at 0 the next turn is read as the action) before the tool's own answer. The tool-SFT model, never told
+    the cap, wrote a fourth call where the action was due on 59 of 200 shots (docs/training.md)."""
+    return {"calls_left": calls_left, **run_call(scenario, call)}
 
 
 def run_call(scenario: Scenario, call: dict) -> dict:

@@ -92,9 +92,10 @@ def thread_messages(scenario: Scenario, thread: Mapping) -> list[dict]:
     """The conversation the model had: prompt with the tool's paragraph, each turn, the tool's answers, the final
     answer. Raise ThreadMismatch when a recorded result is not what the tool answers now (its `calls_left` is the
     run's: the cap is a setting of the eval)."""
-    if thread.get("tool_version", "ghost_ball-v1") != TOOL_VERSION:  # v1 rows predate the field
-        raise ThreadMismatch(f"board {scenario.id!r} sample {thread['sample']}: recorded with tool "
-                             f"{thread.get('tool_version', 'ghost_ball-v1')}, this is {TOOL_VERSION}; re-run the eval")
+    version = thread.get("tool_version", "ghost_ball-v1")  # v1 threads before the field was recorded
+    if version != TOOL_VERSION:
+        raise ThreadMismatch(f"board {scenario.id!r} sample {thread['sample']}: recorded with tool {version}, "
+                             f"this is {TOOL_VERSION}; re-run the eval")
     conv = [{"role": m["role"], "content": m["content"]} for m in with_tool_note([messages(scenario)])[0]]
     recorded = iter(thread["calls"])
     for text in thread["turns"]:

@@ -165,12 +165,11 @@ def find_pot(scenario: Scenario, oracle_shot: Shot | None = None) -> tuple[str, 
 
 
 def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> tuple[str, Shot, Metrics] | None:
-    """The action at the cap after `calls` none of which was open: of the shots the last answer showed (the one
-    given with aims: earlier answers leave out the aims of closed shots, `llm.tools.without_closed_aims`), the
-    one whose cue path is free (the smallest cut; else the last shown) with the tool's aim, at the speed whose
-    outcome is best in the simulator (a legal pot, then legal contact, then no foul; the slowest of equals).
-    None when no aim was shown (the last call an error, or a ball no pocket can take)."""
-    options = shown(scenario, calls[-1:])
+    """The action at the cap after `calls` none of which was open: of the shots their answers showed, the one
+    whose cue path is free (the smallest cut; else the last shown) with the tool's aim, at the speed whose outcome
+    is best in the simulator (a legal pot, then legal contact, then no foul; the slowest of equals). None when no
+    aim was shown (every call an error)."""
+    options = shown(scenario, calls)
     if not options:
         return None
     free = [o for o in options if not o[2]["cue_path_blocked_by"]]
