@@ -65,6 +65,7 @@ TOOL_NOTE = (
 # pairs refuse threads of another version. A v2 that left out closed shots' aims while calls were left was measured
 # and dropped: tool SFT's legal contacts 148 -> 153, but DPO's clean pots 111 -> 100 (docs/training.md).
 TOOL_VERSION = "ghost_ball-v1"
+UNRECORDED_VERSION = "ghost_ball-v1"  # what threads and results.json from before the field played with
 MAX_CALLS = 3  # tool calls a shot may make by default; the answer is the turn after the last
 # Tokens a tool result adds to the conversation, an upper bound used to check the context before work: with
 # SmolLM2's digit-by-digit tokenizer one pocket's answer is ~131 and a ball's report at most 218 (held-out own balls).

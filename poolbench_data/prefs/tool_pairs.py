@@ -67,7 +67,7 @@ from collections.abc import Mapping, Sequence
 
 from poolbench_data.boards.splits import SplitLeakError, leak_problem
 from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.llm.tools import TOOL_VERSION, call_of, tool_calls, turn_result, with_tool_note
+from poolbench_data.llm.tools import TOOL_VERSION, UNRECORDED_VERSION, call_of, tool_calls, turn_result, with_tool_note
 from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
 from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, chosen_kind, turn_kinds
@@ -92,7 +92,7 @@ def thread_messages(scenario: Scenario, thread: Mapping) -> list[dict]:
     """The conversation the model had: prompt with the tool's paragraph, each turn, the tool's answers, the final
     answer. Raise ThreadMismatch when a recorded result is not what the tool answers now (its `calls_left` is the
     run's: the cap is a setting of the eval)."""
-    version = thread.get("tool_version", "ghost_ball-v1")  # v1 threads before the field was recorded
+    version = thread.get("tool_version", UNRECORDED_VERSION)
     if version != TOOL_VERSION:
         raise ThreadMismatch(f"board {scenario.id!r} sample {thread['sample']}: recorded with tool {version}, "
                              f"this is {TOOL_VERSION}; re-run the eval")

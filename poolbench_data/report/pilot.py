@@ -145,12 +145,13 @@ def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
 
 def tool_version(work: Path) -> str | None:
     """The ghost_ball version the track's evaluations played with (llm.tools.TOOL_VERSION), "mixed: ..." when
-    they differ (a stage resumed from a run with another tool); None before any evaluation ran."""
+    they differ (a stage resumed from a run with another tool); None before any evaluation ran or where they did
+    not record it (results.json from before the field)."""
     found = {}
     for name in ("sft", "dpo", "grpo"):
         results = work / name / "results.json"
-        if results.exists():  # v1 results predate the field
-            found[name] = json.loads(results.read_text()).get("tools", {}).get("tool_version", "ghost_ball-v1")
+        if results.exists():
+            found[name] = json.loads(results.read_text()).get("tools", {}).get("tool_version")
     if len(set(found.values())) > 1:
         return "mixed: " + ", ".join(f"{v} ({k})" for k, v in found.items())
     return next(iter(found.values()), None)
