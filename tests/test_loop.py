@@ -99,6 +99,10 @@ def _tool_eval(work: Path, name: str, texts: list[str], boards, tmp_path: Path) 
     calls = [{"scenario_id": s.id, "sample": 0, "calls": [{"arguments": {}, "result": {}}] * (i % 2)}
              for i, s in enumerate(boards)]
     (work / name / "tool_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls))
+    from poolbench_data.llm.tools import TOOL_VERSION
+
+    results = work / name / "results.json"  # the replay eval made no calls: results.json["tools"] as --tools writes it
+    results.write_text(json.dumps({**json.loads(results.read_text()), "tools": {"tool_version": TOOL_VERSION}}))
 
 
 @pytest.mark.slow
@@ -126,6 +130,9 @@ def test_tool_track_json_has_the_issue_shape(tmp_path):
     from poolbench_data.llm.tools import TOOL_VERSION
 
     assert result["tool_version"] == TOOL_VERSION  # what the evaluations played with
+    results = work / "grpo" / "results.json"  # a stage resumed from a run with another tool
+    results.write_text(json.dumps({**json.loads(results.read_text()), "tools": {"tool_version": "ghost_ball-v0"}}))
+    assert pilot_tools_result(work, {})["tool_version"] == f"mixed: {TOOL_VERSION} (sft), ghost_ball-v0 (grpo)"
 
 
 def test_tool_track_arguments(capsys):
