@@ -1,0 +1,139 @@
+"""What a tool-using player can reach on the held-out boards, and where a model's shots went.
+
+The ceiling: on each board, what the ghost_ball tool shows (geometry only). Boards with an own ball whose
+report has an open shot; boards where one is found by calling own balls in the order the prompt lists them,
+within the evaluator's calls; and, simulated, boards where some shot the tool shows (any own ball's shots, the
+potting-point aim, each of the Oracle's speeds) is a legal contact or a clean pot: a player that always chose
+best among what the tool shows, no more.
+
+With --eval_dir, an `eval --tools` run's shots (tool_calls.jsonl), each answer matched to the shot of its
+conversation whose aim it wrote, replayed as the evaluator plays it: answers to an open shot, to a shot that
+was not open while calls were left, to one at the cap, an aim no report showed, no action.
+
+    python benchmarks/bench_tool_choices.py --n 200
+    python benchmarks/bench_tool_choices.py --n 200 --eval_dir W/eval_sft --eval_dir W/eval_dpo
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from poolbench_data.core.config import Parser
+
+KINDS = ("open", "closed, calls left", "closed, at cap", "aim not shown", "no action")
+
+
+def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
+    from poolbench_data.core.table import POCKET_IDS
+    from poolbench_data.llm.tools import ball_report, tool_answer
+
+    c = Counter()
+    for s in scenarios:
+        reports = [ball_report(s, b.id) for b in s.own()]
+        c["boards"] += 1
+        c["an open own shot"] += any(r["open"] for r in reports)
+        c[f"open in the first {max_calls} own balls listed"] += any(r["open"] for r in reports[:max_calls])
+        if not simulate:
+            continue
+        best = _best(s, [(r["target_ball"], shot["pocket"], shot["potting_point_aim_angle_deg"])
+                         for r in reports for shot in r["shots"]])
+        c["legal contact, best shot of a ball's report"] += best[0]
+        c["clean pot, best shot of a ball's report"] += best[1]
+        if not best[0]:  # one pocket's answers too: both aims of every pocket, those past the cut limit included
+            more = [(b.id, pid, a[f]) for b in s.own() for pid in POCKET_IDS
+                    for a in [tool_answer(s, b.id, pid)] for f in ("aim_angle_deg", "potting_point_aim_angle_deg")]
+            best = _best(s, more)
+        c["legal contact, best aim any answer shows"] += best[0]
+    return c
+
+
+def _best(s, shots) -> tuple[bool, bool]:
+    """(some shot is a legal contact, some is a clean pot) over (ball, pocket, aim) at each of the Oracle's speeds."""
+    from poolbench_data.core.records import Shot
+    from poolbench_data.players.baselines import ORACLE_SPEEDS
+    from poolbench_data.prefs.tool_sft import played
+    from poolbench_data.protocol.prompts import format_action
+
+    legal = False
+    for ball, pocket, aim in shots:
+        for speed in ORACLE_SPEEDS:
+            m = played(s, format_action(Shot(phi=aim, V0=speed, target_ball=ball, target_pocket=pocket), s))[1]
+            if m.clean_pot:
+                return True, True
+            legal = legal or m.legal_contact
+    return legal, False
+
+
+def shown_aims(calls) -> list[tuple[float, bool, int]]:
+    """(aim, open, calls_left) of every shot the conversation's tool answers showed, in order."""
+    out = []
+    for call in calls:
+        r = call["result"]
+        if "error" in r:
+            continue
+        shots = r.get("shots", [r])  # a ball's report, or one pocket's answer
+        for s in shots:
+            for field in ("potting_point_aim_angle_deg", "aim_angle_deg"):
+                if field in s:
+                    out.append((s[field], bool(s["open"]), r["calls_left"]))
+    return out
+
+
+def kind_of(thread: dict, shot) -> str:
+    if shot is None:
+        return "no action"
+    for aim, is_open, calls_left in reversed(shown_aims(thread["calls"])):
+        if abs((shot.phi - aim + 180) % 360 - 180) < 0.006:
+            return "open" if is_open else "closed, calls left" if calls_left else "closed, at cap"
+    return "aim not shown"
+
+
+def choices(eval_dir: Path, boards: dict) -> dict[str, Counter]:
+    from poolbench_data.prefs.tool_sft import played
+
+    out = {k: Counter() for k in KINDS}
+    for line in (eval_dir / "tool_calls.jsonl").read_text().splitlines():
+        if not line.strip():
+            continue
+        t = json.loads(line)
+        shot, m = played(boards[t["scenario_id"]], t["final_response"])
+        c = out[kind_of(t, shot)]
+        c["shots"] += 1
+        c["legal contact"] += m.legal_contact
+        c["clean pot"] += m.clean_pot
+    return out
+
+
+def main(argv=None) -> int:
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=200, help="the first N held-out boards (seed 0)")
+    p.add_argument("--eval_dir", action="append", default=[], help="an `eval --tools` output folder (repeatable)")
+    p.add_argument("--no_simulate", action="store_true", help="geometry only: skip the simulated ceiling")
+    a = p.parse_args(argv)
+    if a.n < 1:
+        print("error: --n must be >= 1", file=sys.stderr)
+        return 2
+    for d in a.eval_dir:
+        if not (Path(d) / "tool_calls.jsonl").is_file():
+            print(f"error: --eval_dir {d} has no tool_calls.jsonl (an `eval --tools` output folder)", file=sys.stderr)
+            return 2
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.llm.tools import MAX_CALLS
+
+    scenarios = generate(a.n)
+    print(f"data: the first {a.n} held-out boards (seed 0), generated")
+    for k, v in ceiling(scenarios, MAX_CALLS, simulate=not a.no_simulate).items():
+        print(f"{k:44}{v:>6}")
+    boards = {s.id: s for s in scenarios}
+    for d in a.eval_dir:
+        print(f"\n{d}\n{'answer':22}{'shots':>8}{'legal contact':>15}{'clean pot':>11}")
+        for k, c in choices(Path(d), boards).items():
+            print(f"{k:22}{c['shots']:>8}{c['legal contact']:>15}{c['clean pot']:>11}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

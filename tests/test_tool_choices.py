@@ -1,0 +1,83 @@
+"""benchmarks/bench_tool_choices.py: the tool player's ceiling on real boards, and each answer matched to the
+shot whose aim it wrote (the counts docs/training.md gives for where a model's legal contacts go)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from poolbench_data.boards.generate import generate
+from poolbench_data.core.records import Shot
+from poolbench_data.llm.tools import MAX_CALLS, call_of, turn_result
+from poolbench_data.players.baselines import ORACLE_SPEEDS
+from poolbench_data.prefs.tool_sft import played
+from poolbench_data.protocol.prompts import format_action
+
+REPO = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("bench_tool_choices", REPO / "benchmarks" / "bench_tool_choices.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+BOARDS = generate(12)
+
+
+def _thread(s, balls: list[str], answer_from: tuple[int, int] | None, text: str | None = None) -> dict:
+    calls = [{"arguments": {"target_ball": b}, "result": turn_result(s, call_of(b), MAX_CALLS - 1 - i)}
+             for i, b in enumerate(balls)]
+    if answer_from is not None:
+        r = calls[answer_from[0]]["result"]
+        shot = r["shots"][answer_from[1]]
+        text = format_action(Shot(phi=shot["potting_point_aim_angle_deg"], V0=8.0, target_ball=r["target_ball"],
+                                  target_pocket=shot["pocket"]), s)
+    return {"scenario_id": s.id, "sample": 0, "calls": calls, "final_response": text}
+
+
+def _closed_and_open(s):
+    reports = {b.id: turn_result(s, call_of(b.id), 0) for b in s.own()}
+    closed = [b for b, r in reports.items() if not r["open"] and r["shots"]]
+    opened = [b for b, r in reports.items() if r["open"]]
+    return closed, opened
+
+
+def test_each_answer_is_matched_to_the_shot_it_copied(tmp_path):
+    s, closed, opened = next((s, *_closed_and_open(s)) for s in BOARDS if all(_closed_and_open(s)))
+    cases = {
+        "open": _thread(s, [closed[0], opened[0]], (1, 0)),
+        "closed, calls left": _thread(s, [closed[0]], (0, 0)),
+        "closed, at cap": _thread(s, [closed[0]] * MAX_CALLS, (MAX_CALLS - 1, 0)),
+        "aim not shown": _thread(s, [opened[0]], None, format_action(Shot(phi=123.456, V0=8.0,
+                                 target_ball=opened[0], target_pocket="rc"), s)),
+        "no action": _thread(s, [opened[0]], None, '<tool_call>{"name": "ghost_ball"}</tool_call>'),
+    }
+    assert set(cases) == set(bench.KINDS)
+    for kind, t in cases.items():
+        shot = played(s, t["final_response"])[0] if kind != "no action" else None
+        assert bench.kind_of(t, shot) == kind, kind
+    # the folder's counts: one shot of each kind, each replayed in the simulator
+    (tmp_path / "tool_calls.jsonl").write_text("".join(json.dumps(t) + "\n" for t in cases.values()))
+    counts = bench.choices(tmp_path, {s.id: s})
+    assert {k: c["shots"] for k, c in counts.items()} == {k: 1 for k in bench.KINDS}
+    assert counts["no action"]["legal contact"] == 0
+    opened_played = played(s, cases["open"]["final_response"])[1]
+    assert counts["open"]["clean pot"] == opened_played.clean_pot
+
+
+def test_the_ceiling_counts_what_the_tool_shows():
+    geometry_only = bench.ceiling(BOARDS, MAX_CALLS, simulate=False)
+    assert geometry_only["boards"] == len(BOARDS)
+    assert geometry_only[f"open in the first {MAX_CALLS} own balls listed"] <= geometry_only["an open own shot"]
+    assert 0 < geometry_only["an open own shot"] <= len(BOARDS)
+    two = BOARDS[:2]
+    c = bench.ceiling(two, MAX_CALLS)
+    legal, clean = c["legal contact, best shot of a ball's report"], c["clean pot, best shot of a ball's report"]
+    assert clean <= legal <= c["legal contact, best aim any answer shows"] <= len(two)
+    # one shot: legal / clean at any of the Oracle's speeds, as the simulator plays the written action
+    s = two[0]
+    r = next(r for b in s.own() for r in [turn_result(s, call_of(b.id), 0)] if r["shots"])
+    for shot in r["shots"][:2]:
+        outcomes = [played(s, format_action(Shot(phi=shot["potting_point_aim_angle_deg"], V0=v,
+                                                 target_ball=r["target_ball"], target_pocket=shot["pocket"]), s))[1]
+                    for v in ORACLE_SPEEDS]
+        expected = (any(m.legal_contact for m in outcomes) or any(m.clean_pot for m in outcomes),
+                    any(m.clean_pot for m in outcomes))
+        assert bench._best(s, [(r["target_ball"], shot["pocket"], shot["potting_point_aim_angle_deg"])]) == expected
