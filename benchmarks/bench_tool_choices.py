@@ -67,31 +67,33 @@ def _best(s, shots) -> tuple[bool, bool]:
     return legal, False
 
 
-def shown_aims(calls) -> list[tuple[float, bool, int]]:
-    """(aim, open, calls_left) of every shot the conversation's tool answers showed, in order."""
+def shown_aims(calls) -> list[tuple[float, bool, int, dict]]:
+    """(aim, open, calls_left, the answer that showed it) of every shot the conversation's tool answers showed."""
     out = []
     for call in calls:
         r = call["result"]
         if "error" in r:
             continue
-        shots = r.get("shots", [r])  # a ball's report, or one pocket's answer
-        for s in shots:
+        for s in r.get("shots", [r]):  # a ball's report, or one pocket's answer
             for field in ("potting_point_aim_angle_deg", "aim_angle_deg"):
                 if field in s:
-                    out.append((s[field], bool(s["open"]), r["calls_left"]))
+                    out.append((s[field], bool(s["open"]), r["calls_left"], r))
     return out
 
 
-def kind_of(thread: dict, shot) -> str:
+def match(thread: dict, shot) -> tuple[str, dict | None]:
+    """The kind of answer (KINDS) and the tool answer whose shot it wrote (the latest, where several did)."""
     if shot is None:
-        return "no action"
-    for aim, is_open, calls_left in reversed(shown_aims(thread["calls"])):
+        return "no action", None
+    for aim, is_open, calls_left, answer in reversed(shown_aims(thread["calls"])):
         if abs((shot.phi - aim + 180) % 360 - 180) < 0.006:
-            return "open" if is_open else "closed, calls left" if calls_left else "closed, at cap"
-    return "aim not shown"
+            return ("open" if is_open else "closed, calls left" if calls_left else "closed, at cap"), answer
+    return "aim not shown", None
 
 
 def choices(eval_dir: Path, boards: dict) -> dict[str, Counter]:
+    """Per kind of answer: shots, legal contacts, clean pots; for answers to an open shot, also the boards where
+    some open shot of the same answer, at one of the Oracle's speeds, is a clean pot (the choice among them)."""
     from poolbench_data.prefs.tool_sft import played
 
     out = {k: Counter() for k in KINDS}
@@ -99,11 +101,17 @@ def choices(eval_dir: Path, boards: dict) -> dict[str, Counter]:
         if not line.strip():
             continue
         t = json.loads(line)
-        shot, m = played(boards[t["scenario_id"]], t["final_response"])
-        c = out[kind_of(t, shot)]
+        s = boards[t["scenario_id"]]
+        shot, m = played(s, t["final_response"])
+        kind, answer = match(t, shot)
+        c = out[kind]
         c["shots"] += 1
         c["legal contact"] += m.legal_contact
         c["clean pot"] += m.clean_pot
+        if kind == "open":
+            shown = [(answer["target_ball"], x["pocket"], x["potting_point_aim_angle_deg"])
+                     for x in answer.get("shots", [answer]) if x["open"]]
+            c["best open shot shown"] += _best(s, shown)[1]
     return out
 
 
@@ -129,9 +137,10 @@ def main(argv=None) -> int:
         print(f"{k:44}{v:>6}")
     boards = {s.id: s for s in scenarios}
     for d in a.eval_dir:
-        print(f"\n{d}\n{'answer':22}{'shots':>8}{'legal contact':>15}{'clean pot':>11}")
+        print(f"\n{d}\n{'answer':22}{'shots':>8}{'legal contact':>15}{'clean pot':>11}{'best open shown':>17}")
         for k, c in choices(Path(d), boards).items():
-            print(f"{k:22}{c['shots']:>8}{c['legal contact']:>15}{c['clean pot']:>11}")
+            best = c["best open shot shown"] if k == "open" else "-"
+            print(f"{k:22}{c['shots']:>8}{c['legal contact']:>15}{c['clean pot']:>11}{best:>17}")
     return 0
 
 

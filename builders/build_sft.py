@@ -32,6 +32,11 @@ class ScriptArguments(PushArguments):
         "help": "With --tools: the share of boards (of those with an own ball the tool reports blocked) whose "
                 "demonstration first calls for a blocked shot, then calls again (the turn the tool-SFT model "
                 "most often skips: it answered after a blocked report; docs/training.md)."})
+    at_cap_no_pot_share: float = field(default=0.0, metadata={
+        "help": "With --tools: the share of boards without a tool-derived pot (and with 3 own balls the tool "
+                "reports closed) whose demonstration calls for 3 of them, then writes the action at the call cap "
+                "(the turn the tool-SFT model trained two epochs skipped with a fourth call; docs/training.md). "
+                "0 until measured in the pilot."})
 
 
 def build(args: ScriptArguments) -> None:
@@ -45,9 +50,9 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.report.provenance import provenance
 
     check_seed("--seed", args.seed)
-    if not 0 <= args.retry_blocked_share <= 1:
-        raise UserError(f"--retry_blocked_share {args.retry_blocked_share}: a share of boards; give a value "
-                        "from 0 to 1")
+    for flag in ("retry_blocked_share", "at_cap_no_pot_share"):
+        if not 0 <= getattr(args, flag) <= 1:
+            raise UserError(f"--{flag} {getattr(args, flag)}: a share of boards; give a value from 0 to 1")
     if args.split in EVAL_SPLITS:
         raise UserError(f"--split {args.split}: demonstrations from the evaluation boards would leak them into "
                         f"training; use --split train")
@@ -62,16 +67,17 @@ def build(args: ScriptArguments) -> None:
         from poolbench_data.prefs.tool_sft import tool_sft_rows
 
         rows = tool_sft_rows(scenarios, args.split, seed=args.seed, progress=True,
-                             blocked_share=args.retry_blocked_share)
+                             blocked_share=args.retry_blocked_share, no_pot_share=args.at_cap_no_pot_share)
         counts = write_config(folder, "sft_tools", {args.split: rows}, "sft_tools",
                               provenance(split=args.split, seed=args.seed,
-                                         retry_blocked_share=args.retry_blocked_share))
+                                         retry_blocked_share=args.retry_blocked_share,
+                                         at_cap_no_pot_share=args.at_cap_no_pot_share))
         kinds = Counter(r["demonstration"] for r in rows)
         pots = sum(r["clean_pot"] for r in rows)
         print(f"sft_tools/{args.split}: {counts[args.split]} tool demonstrations, {pots} of them legal pots "
               f"({kinds['after_blocked']} after a blocked call, {kinds['after_error']} after an error, "
               f"{kinds['at_cap']} writing the action at the call cap with nothing open) from {len(scenarios)} "
-              f"scenarios ({len(scenarios) - len(rows)} without a tool-derived pot)")
+              f"scenarios ({len(scenarios) - len(rows)} without a row)")
     else:
         rows = sft_rows(scenarios, read_rows(folder, "traces", args.split), args.split)
         counts = write_config(folder, "sft", {args.split: rows}, "sft", provenance(split=args.split))

@@ -52,7 +52,10 @@ def test_each_answer_is_matched_to_the_shot_it_copied(tmp_path):
     assert set(cases) == set(bench.KINDS)
     for kind, t in cases.items():
         shot = played(s, t["final_response"])[0] if kind != "no action" else None
-        assert bench.kind_of(t, shot) == kind, kind
+        kind_found, answer = bench.match(t, shot)
+        assert kind_found == kind, kind
+        if kind in ("open", "closed, calls left", "closed, at cap"):  # the answer whose shot it wrote
+            assert answer is t["calls"][-1]["result"]
     # the folder's counts: one shot of each kind, each replayed in the simulator
     (tmp_path / "tool_calls.jsonl").write_text("".join(json.dumps(t) + "\n" for t in cases.values()))
     counts = bench.choices(tmp_path, {s.id: s})
@@ -60,6 +63,9 @@ def test_each_answer_is_matched_to_the_shot_it_copied(tmp_path):
     assert counts["no action"]["legal contact"] == 0
     opened_played = played(s, cases["open"]["final_response"])[1]
     assert counts["open"]["clean pot"] == opened_played.clean_pot
+    report = cases["open"]["calls"][-1]["result"]
+    assert counts["open"]["best open shot shown"] == bench._best(s, [
+        (report["target_ball"], x["pocket"], x["potting_point_aim_angle_deg"]) for x in report["shots"] if x["open"]])[1]
 
 
 def test_the_ceiling_counts_what_the_tool_shows():

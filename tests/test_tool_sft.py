@@ -320,3 +320,35 @@ def test_tool_sft_trains_one_step(sft, folder, tmp_path):
     assert 0 < result.lengths.kept <= result.lengths.rows
     assert (result.merged_dir / "config.json").is_file()
 
+
+
+def test_a_board_without_a_pot_can_teach_the_action_at_the_cap():
+    from poolbench_data.boards.generate import generate_scenario
+    from poolbench_data.prefs.tool_sft import find_pot
+
+    boards = [generate_scenario("indirect", 100 + i, f"pb1-{i:06d}") for i in range(6)]
+    boards = [s for s in boards if find_pot(s) is None]
+    assert boards
+    seen = 0
+    for s in boards:
+        assert tool_demo(s, None, seed=0) is None  # the default: no row where the tool gives no pot
+        demo = tool_demo(s, None, seed=0, no_pot_share=1.0)
+        closed = [b.id for b in s.own() if not clear(turn_result(s, {"name": "ghost_ball",
+                                                                    "arguments": {"target_ball": b.id}}, 0))]
+        if len(closed) < MAX_CALLS:
+            assert demo is None
+            continue
+        seen += 1
+        assert demo.kind == "at_cap" and demo.context_calls == MAX_CALLS
+        assert len(set(demo.calls)) == MAX_CALLS and {b for b, _ in demo.calls} <= set(closed)
+        msgs = demo.messages()
+        assert [m["context"] for m in msgs if m["role"] == "assistant"] == [True] * MAX_CALLS + [False]
+        assert [json.loads(m["content"])["calls_left"] for m in msgs if m["role"] == "tool"] == list(range(MAX_CALLS - 1, -1, -1))
+        assert parse_action(msgs[-1]["content"], s).status == "ok"
+        verify_tool_row(demo.to_row("train"), s)
+        assert tool_demo(s, None, seed=0, no_pot_share=1.0) == demo  # the draw is the board's own
+    assert seen >= 1
+    # the builder's share reaches the rows
+    rows = [{**s.to_row(), "oracle_shot": None} for s in boards]
+    with_cap = tool_sft_rows(rows, "train", no_pot_share=1.0)
+    assert len(with_cap) == seen and not tool_sft_rows(rows, "train")

@@ -198,19 +198,21 @@ def _absent_own(scenario: Scenario) -> list[str]:
 
 def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_share: float = RETRY_BLOCKED_SHARE,
               error_share: float = RETRY_ERROR_SHARE, again_share: float = RETRY_AGAIN_SHARE,
-              cap_share: float = AT_CAP_SHARE) -> ToolDemo | None:
+              cap_share: float = AT_CAP_SHARE, no_pot_share: float = 0.0) -> ToolDemo | None:
     """One board's demonstration, or None when the tool's geometry gives no legal pot there.
 
     The model calls for the pot's ball and answers with the pot. With probability `blocked_share` (where the
     board has one) it first asks for an own ball with no open pocket, then asks again (with `again_share` of
     those, for a second such ball first, and with `cap_share` of these for a third: the action at the cap,
     `cap_answer`); with `error_share` it first names a ball not on the table. The mistaken calls are context, not
-    trained. The draw uses its own RNG from (seed, the board's seed)."""
+    trained. Where there is no legal pot, with `no_pot_share` (if the board has MAX_CALLS own balls with nothing
+    open) the row is the action at the cap after calls for MAX_CALLS of them. The draw uses its own RNG from
+    (seed, the board's seed)."""
+    rng = np.random.default_rng([seed, scenario.seed])
     found = find_pot(scenario, oracle_shot)
     if found is None:
-        return None
+        return no_pot_demo(scenario, rng) if float(rng.random()) < no_pot_share else None
     ball, pocket, answer, shot, m = found
-    rng = np.random.default_rng([seed, scenario.seed])
     u = float(rng.random())
     mistakes: list[tuple[str, str]] = []
     kind = "direct"
@@ -233,8 +235,21 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
     return ToolDemo(scenario, (*mistakes, (ball, None)), len(mistakes), answer, shot, m, kind)
 
 
+def no_pot_demo(scenario: Scenario, rng) -> ToolDemo | None:
+    """A board without a legal pot: calls for MAX_CALLS own balls whose reports show nothing open (context), then
+    the action at the cap (`cap_answer`); None where the board has fewer such balls. The DPO model of the eighth
+    session and the tool-SFT model trained two epochs wrote a fourth call at the cap on 29 and 33 of 200 held-out
+    shots; the other demonstrations reach the cap on 7 of 321 rows (docs/training.md)."""
+    options = blocked_calls(scenario, "")
+    if len(options) < MAX_CALLS:
+        return None
+    calls = tuple(options[int(i)] for i in rng.permutation(len(options))[:MAX_CALLS])
+    at_cap = cap_answer(scenario, calls)
+    return None if at_cap is None else ToolDemo(scenario, calls, len(calls), *at_cap, "at_cap")
+
+
 def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress: bool = False,
-                  blocked_share: float = RETRY_BLOCKED_SHARE) -> list[dict]:
+                  blocked_share: float = RETRY_BLOCKED_SHARE, no_pot_share: float = 0.0) -> list[dict]:
     """One row per scenario row whose board has a tool-derived legal pot, in board order; each verified."""
     from tqdm.auto import tqdm
 
@@ -244,7 +259,7 @@ def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress
     for s in tqdm(scenarios, desc="tool demonstrations", unit="board", disable=not progress):
         scenario = Scenario.from_row(s)
         oracle = Shot.from_row(s["oracle_shot"]) if s.get("oracle_shot") else None
-        demo = tool_demo(scenario, oracle, seed, blocked_share)
+        demo = tool_demo(scenario, oracle, seed, blocked_share, no_pot_share=no_pot_share)
         if demo is not None:
             row = demo.to_row(split)
             verify_tool_row(row, scenario)
