@@ -141,6 +141,7 @@ def test_tool_track_arguments(capsys):
                         (["--track", "tools", "--grpo_steps", "0"], "--grpo_steps"),
                         (["--track", "tools", "--samples", "1"], "--samples"),
                         (["--track", "tools", "--extra_pairs_args", "--tool_source x"], "--extra_pairs_args: --tool_source"),
+                        (["--track", "tools", "--extra_sft_data_args", "--at_cap 1"], "--extra_sft_data_args: --at_cap"),
                         (["--track", "tools", "--extra_dpo_args", "--beta '0.2"], "--extra_dpo_args: No closing quotation")):
         assert loop.main(argv) == 2
         err = capsys.readouterr().err
@@ -208,6 +209,19 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
     assert held_out.tools and held_out.out == str(tmp_path / "dpo") and held_out.model == str(tmp_path / "dpo" / "merged")
     assert held_out.baselines == loop.TOOL_BASELINES
     assert held_out.model_args == "dtype=float32,enforce_eager=True,kv_cache_gib=8"
+
+
+def test_the_demonstrations_stage_takes_the_builder_flags_it_is_given(tmp_path):
+    loop = _loop()
+    runner = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path),
+                                          extra_sft_data_args="--at_cap_no_pot_share 1 --seed 3"))
+    ran = []
+    runner.run = ran.append
+    runner.stage = "sft_data"
+    runner.sft_data()
+    (cmd,) = ran
+    assert cmd[1:] == ["builders/build_sft.py", "--dataset_dir", str(runner.data), "--tools",
+                       "--at_cap_no_pot_share", "1", "--seed", "3"]
 
 
 def test_the_sft_stage_counts_examples_as_batch_times_accumulation(tmp_path):

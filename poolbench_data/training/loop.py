@@ -70,6 +70,8 @@ class LoopArguments:
     # tool SFT model on 200 boards, the same texts (docs/benchmarks.md, Generation).
     eval_model_args: str = field(default="dtype=float32,enforce_eager=True,kv_cache_gib=8",
                                  metadata={"help": "--model_args of every evaluation (the same for all models)."})
+    extra_sft_data_args: str = field(default="", metadata={"help": "More builders/build_sft.py arguments (e.g. "
+                                     "--at_cap_no_pot_share 1 with --track tools)."})
     extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
     extra_pairs_args: str = field(default="", metadata={"help": "More builders/build_pairs.py arguments (e.g. "
                                   "--tool_sources tool-on-policy,tool-at-cap for the on-policy pairs alone)."})
@@ -169,7 +171,8 @@ class Loop:
         config = "sft_tools" if self.tools else "sft"
         if not (self.data / "data" / config).exists():
             self.run([self.py, "builders/build_sft.py", "--dataset_dir", str(self.data),
-                      *(["--tools"] if self.tools else [])])
+                      *(["--tools"] if self.tools else []), *words(self.a.extra_sft_data_args,
+                                                                    "--extra_sft_data_args")])
 
     def sft(self):
         if (self.sft_dir / "merged").exists():
@@ -325,8 +328,8 @@ def check_inputs(loop: Loop) -> None:
         parse_model_args(a.eval_model_args)
     except ValueError as e:
         raise UserError(f"--eval_model_args: {e}") from None
-    for name, script in (("sft", "training/sft.py"), ("dpo", "training/dpo.py"), ("grpo", "training/grpo.py"),
-                         ("pairs", "builders/build_pairs.py")):
+    for name, script in (("sft_data", "builders/build_sft.py"), ("sft", "training/sft.py"),
+                         ("dpo", "training/dpo.py"), ("grpo", "training/grpo.py"), ("pairs", "builders/build_pairs.py")):
         check_script_args(loop.root, script, getattr(a, f"extra_{name}_args"), f"--extra_{name}_args")
     for name in ("model", "free_text_model"):
         path = getattr(a, name)
