@@ -40,6 +40,7 @@ def replayed(eval_dir: Path) -> dict[str, int]:
     from poolbench_data.boards.generate import generate
     from poolbench_data.core.records import Shot
     from poolbench_data.llm.tools import tool_answer
+    from poolbench_data.players.diagnostics import angular_error
     from poolbench_data.prefs.tool_sft import played
     from poolbench_data.protocol.parsing import parse_action
     from poolbench_data.protocol.prompts import format_action
@@ -53,7 +54,7 @@ def replayed(eval_dir: Path) -> dict[str, int]:
         shot, m = parse_action(t["final_response"], s).shot, played(s, t["final_response"])[1]
         counts["clean_pot_as_played"] += m.clean_pot
         good = [c["result"] for c in t["calls"] if "error" not in c["result"]]
-        if shot is not None and good and abs((shot.phi - good[-1]["aim_angle_deg"] + 180) % 360 - 180) < 0.006:
+        if shot is not None and good and abs(angular_error(shot.phi, good[-1]["aim_angle_deg"])) < 0.006:
             last = good[-1]  # the answer copied the centre aim of its last good call: swap in the potting point
             pp = tool_answer(s, last["target_ball"], last["pocket"])["potting_point_aim_angle_deg"]
             text = format_action(Shot(phi=pp, V0=shot.V0, target_ball=last["target_ball"],

@@ -83,10 +83,12 @@ def shown_aims(calls) -> list[tuple[float, bool, int, dict]]:
 
 def match(thread: dict, shot) -> tuple[str, dict | None]:
     """The kind of answer (KINDS) and the tool answer whose shot it wrote (the latest, where several did)."""
+    from poolbench_data.players.diagnostics import angular_error
+
     if shot is None:
         return "no action", None
     for aim, is_open, calls_left, answer in reversed(shown_aims(thread["calls"])):
-        if abs((shot.phi - aim + 180) % 360 - 180) < 0.006:
+        if abs(angular_error(shot.phi, aim)) < 0.006:
             return ("open" if is_open else "closed, calls left" if calls_left else "closed, at cap"), answer
     return "aim not shown", None
 

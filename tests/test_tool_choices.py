@@ -40,7 +40,7 @@ def _closed_and_open(s):
 
 
 def test_each_answer_is_matched_to_the_shot_it_copied(tmp_path):
-    s, closed, opened = next((s, *_closed_and_open(s)) for s in BOARDS if all(_closed_and_open(s)))
+    s, closed, opened = next((s, c, o) for s in BOARDS for c, o in [_closed_and_open(s)] if c and o)
     cases = {
         "open": _thread(s, [closed[0], opened[0]], (1, 0)),
         "closed, calls left": _thread(s, [closed[0]], (0, 0)),

@@ -185,8 +185,8 @@ def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> t
     return best[1:]
 
 
-def blocked_calls(scenario: Scenario, ball: str) -> list[tuple[str, None]]:
-    """Calls for the reports of own balls other than `ball` that show no open pocket."""
+def blocked_calls(scenario: Scenario, ball: str | None = None) -> list[tuple[str, None]]:
+    """Calls for the reports of own balls (other than `ball`, if given) that show no open pocket."""
     return [(b.id, None) for b in scenario.own() if b.id != ball and not clear(tool_answer(scenario, b.id, None))]
 
 
@@ -199,7 +199,8 @@ def _absent_own(scenario: Scenario) -> list[str]:
 def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_share: float = RETRY_BLOCKED_SHARE,
               error_share: float = RETRY_ERROR_SHARE, again_share: float = RETRY_AGAIN_SHARE,
               cap_share: float = AT_CAP_SHARE, no_pot_share: float = 0.0) -> ToolDemo | None:
-    """One board's demonstration, or None when the tool's geometry gives no legal pot there.
+    """One board's demonstration, or None when the tool's geometry gives no legal pot there (and no at-cap row
+    is drawn for it).
 
     The model calls for the pot's ball and answers with the pot. With probability `blocked_share` (where the
     board has one) it first asks for an own ball with no open pocket, then asks again (with `again_share` of
@@ -240,7 +241,7 @@ def no_pot_demo(scenario: Scenario, rng) -> ToolDemo | None:
     the action at the cap (`cap_answer`); None where the board has fewer such balls. The DPO model of the eighth
     session and the tool-SFT model trained two epochs wrote a fourth call at the cap on 29 and 33 of 200 held-out
     shots; the other demonstrations reach the cap on 7 of 321 rows (docs/training.md)."""
-    options = blocked_calls(scenario, "")
+    options = blocked_calls(scenario)
     if len(options) < MAX_CALLS:
         return None
     calls = tuple(options[int(i)] for i in rng.permutation(len(options))[:MAX_CALLS])
@@ -250,7 +251,8 @@ def no_pot_demo(scenario: Scenario, rng) -> ToolDemo | None:
 
 def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress: bool = False,
                   blocked_share: float = RETRY_BLOCKED_SHARE, no_pot_share: float = 0.0) -> list[dict]:
-    """One row per scenario row whose board has a tool-derived legal pot, in board order; each verified."""
+    """One row per scenario row whose board has a tool-derived legal pot (or, with `no_pot_share`, an at-cap row
+    where it has none), in board order; each verified."""
     from tqdm.auto import tqdm
 
     if split in EVAL_SPLITS:
