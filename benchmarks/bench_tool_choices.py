@@ -4,11 +4,12 @@ The ceiling: on each board, what the ghost_ball tool shows (geometry only). Boar
 report has an open shot; boards where one is found by calling own balls in the order the prompt lists them,
 within the evaluator's calls; and, simulated, boards where some shot the tool shows (any own ball's shots, the
 potting-point aim, each of the Oracle's speeds) is a legal contact or a clean pot: a player that always chose
-best among what the tool shows, no more.
+best among what the tool shows, no more. On boards with no open own shot, the same for the one-cushion kicks
+the reports show (the first own ball's, and any own ball's).
 
 With --eval_dir, an `eval --tools` run's shots (tool_calls.jsonl), each answer matched to the shot of its
 conversation whose aim it wrote, replayed as the evaluator plays it: answers to an open shot, to a shot that
-was not open while calls were left, to one at the cap, an aim no report showed, no action.
+was not open while calls were left, to one at the cap, to a kick, an aim no report showed, no action.
 
     python benchmarks/bench_tool_choices.py --n 200
     python benchmarks/bench_tool_choices.py --n 200 --eval_dir W/eval_sft --eval_dir W/eval_dpo
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from poolbench_data.core.config import Parser
 
-KINDS = ("open", "closed, calls left", "closed, at cap", "aim not shown", "no action")
+KINDS = ("open", "kick", "closed, calls left", "closed, at cap", "aim not shown", "no action")
 
 
 def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
@@ -47,6 +48,14 @@ def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
                     for a in [tool_answer(s, b.id, pid)] for f in ("aim_angle_deg", "potting_point_aim_angle_deg")]
             best = _best(s, more)
         c["legal contact, best aim any answer shows"] += best[0]
+        if not any(r["open"] for r in reports):  # the kicks of the reports with nothing open (tool v3)
+            kicks = [(r["target_ball"], r["kick"]["pocket"], r["kick"]["aim_angle_deg"]) for r in reports
+                     if r.get("kick")]
+            first, any_kick = _best(s, kicks[:1]), _best(s, kicks)
+            c["no open own shot: first own ball's kick legal"] += first[0]
+            c["no open own shot: first own ball's kick clean"] += first[1]
+            c["no open own shot: some own ball's kick legal"] += any_kick[0]
+            c["no open own shot: some own ball's kick clean"] += any_kick[1]
     return c
 
 
@@ -67,8 +76,9 @@ def _best(s, shots) -> tuple[bool, bool]:
     return legal, False
 
 
-def shown_aims(calls) -> list[tuple[float, bool, int, dict]]:
-    """(aim, open, calls_left, the answer that showed it) of every shot the conversation's tool answers showed."""
+def shown_aims(calls) -> list[tuple[float, str, int, dict]]:
+    """(aim, what it is: open / closed / kick, calls_left, the answer that showed it) of every shot the
+    conversation's tool answers showed."""
     out = []
     for call in calls:
         r = call["result"]
@@ -77,7 +87,9 @@ def shown_aims(calls) -> list[tuple[float, bool, int, dict]]:
         for s in r.get("shots", [r]):  # a ball's report, or one pocket's answer
             for field in ("potting_point_aim_angle_deg", "aim_angle_deg"):
                 if field in s:
-                    out.append((s[field], bool(s["open"]), r["calls_left"], r))
+                    out.append((s[field], "open" if s["open"] else "closed", r["calls_left"], r))
+        if r.get("kick"):
+            out.append((r["kick"]["aim_angle_deg"], "kick", r["calls_left"], r))
     return out
 
 
@@ -87,9 +99,10 @@ def match(thread: dict, shot) -> tuple[str, dict | None]:
 
     if shot is None:
         return "no action", None
-    for aim, is_open, calls_left, answer in reversed(shown_aims(thread["calls"])):
+    for aim, what, calls_left, answer in reversed(shown_aims(thread["calls"])):
         if abs(angular_error(shot.phi, aim)) < 0.006:
-            return ("open" if is_open else "closed, calls left" if calls_left else "closed, at cap"), answer
+            kind = what if what != "closed" else "closed, calls left" if calls_left else "closed, at cap"
+            return kind, answer
     return "aim not shown", None
 
 

@@ -34,8 +34,9 @@ class ScriptArguments(PushArguments):
                 "most often skips: it answered after a blocked report; docs/training.md)."})
     at_cap_no_pot_share: float = field(default=0.0, metadata={
         "help": "With --tools: the share of boards without a tool-derived pot (and with 3 own balls the tool "
-                "reports closed) whose demonstration calls for 3 of them, then writes the action at the call cap "
-                "(the turn the tool-SFT model trained two epochs skipped with a fourth call; docs/training.md). "
+                "reports closed, or fewer but all of them) whose demonstration calls for them, then writes the "
+                "action (a kick where one plays best) at the call cap or after the last own ball (the turn the "
+                "tool-SFT model trained two epochs skipped with a fourth call; docs/training.md). "
                 "0 until measured in the pilot."})
 
 
@@ -76,7 +77,8 @@ def build(args: ScriptArguments) -> None:
         pots = sum(r["clean_pot"] for r in rows)
         print(f"sft_tools/{args.split}: {counts[args.split]} tool demonstrations, {pots} of them legal pots "
               f"({kinds['after_blocked']} after a blocked call, {kinds['after_error']} after an error, "
-              f"{kinds['at_cap']} writing the action at the call cap with nothing open) from {len(scenarios)} "
+              f"{kinds['at_cap']} writing the action at the call cap with nothing open, {kinds['all_closed']} "
+              f"after calling every own ball with nothing open) from {len(scenarios)} "
               f"scenarios ({len(scenarios) - len(rows)} without a row)")
     else:
         rows = sft_rows(scenarios, read_rows(folder, "traces", args.split), args.split)

@@ -34,15 +34,21 @@ def _thread(s, balls: list[str], answer_from: tuple[int, int] | None, text: str 
 
 def _closed_and_open(s):
     reports = {b.id: turn_result(s, call_of(b.id), 0) for b in s.own()}
-    closed = [b for b, r in reports.items() if not r["open"] and r["shots"]]
+    closed = [b for b, r in reports.items() if not r["open"] and r["shots"] and r["kick"]]
     opened = [b for b, r in reports.items() if r["open"]]
     return closed, opened
+
+
+def _kick_answer(s, ball: str) -> str:
+    kick = turn_result(s, call_of(ball), 0)["kick"]
+    return format_action(Shot(phi=kick["aim_angle_deg"], V0=8.0, target_ball=ball, target_pocket=kick["pocket"]), s)
 
 
 def test_each_answer_is_matched_to_the_shot_it_copied(tmp_path):
     s, closed, opened = next((s, c, o) for s in BOARDS for c, o in [_closed_and_open(s)] if c and o)
     cases = {
         "open": _thread(s, [closed[0], opened[0]], (1, 0)),
+        "kick": _thread(s, [closed[0]], None, _kick_answer(s, closed[0])),
         "closed, calls left": _thread(s, [closed[0]], (0, 0)),
         "closed, at cap": _thread(s, [closed[0]] * MAX_CALLS, (MAX_CALLS - 1, 0)),
         "aim not shown": _thread(s, [opened[0]], None, format_action(Shot(phi=123.456, V0=8.0,
@@ -54,7 +60,7 @@ def test_each_answer_is_matched_to_the_shot_it_copied(tmp_path):
         shot = played(s, t["final_response"])[0] if kind != "no action" else None
         kind_found, answer = bench.match(t, shot)
         assert kind_found == kind, kind
-        if kind in ("open", "closed, calls left", "closed, at cap"):  # the answer whose shot it wrote
+        if kind in ("open", "kick", "closed, calls left", "closed, at cap"):  # the answer whose shot it wrote
             assert answer is t["calls"][-1]["result"]
     # the folder's counts: one shot of each kind, each replayed in the simulator
     (tmp_path / "tool_calls.jsonl").write_text("".join(json.dumps(t) + "\n" for t in cases.values()))
@@ -77,6 +83,19 @@ def test_the_ceiling_counts_what_the_tool_shows():
     c = bench.ceiling(two, MAX_CALLS)
     legal, clean = c["legal contact, best shot of a ball's report"], c["clean pot, best shot of a ball's report"]
     assert clean <= legal <= c["legal contact, best aim any answer shows"] <= len(two)
+    # where no own ball has an open shot: the reports' kicks, the first own ball's and the best of any
+    from poolbench_data.boards.generate import generate_scenario
+
+    closed = [generate_scenario("indirect", 200 + i, f"pb1-{i:06d}") for i in range(3)]
+    k = bench.ceiling(closed, MAX_CALLS)
+    for s in closed:
+        assert not any(turn_result(s, call_of(b.id), 0)["open"] for b in s.own())
+    first = [next(r for b in s.own() for r in [turn_result(s, call_of(b.id), 0)] if r["kick"]) for s in closed]
+    assert k["no open own shot: first own ball's kick legal"] == sum(
+        bench._best(s, [(r["target_ball"], r["kick"]["pocket"], r["kick"]["aim_angle_deg"])])[0]
+        for s, r in zip(closed, first))
+    assert k["no open own shot: first own ball's kick clean"] <= k["no open own shot: some own ball's kick clean"]
+    assert 0 < k["no open own shot: first own ball's kick legal"] <= k["no open own shot: some own ball's kick legal"]
     # one shot: legal / clean at any of the Oracle's speeds, as the simulator plays the written action
     s = two[0]
     r = next(r for b in s.own() for r in [turn_result(s, call_of(b.id), 0)] if r["shots"])

@@ -249,6 +249,7 @@ def test_at_the_cap_the_action_is_chosen_over_another_call(sampled, tmp_path, po
         shot = parse_action(chosen["content"], s).shot
         shown = [(r["target_ball"], x) for r in results if "error" not in r
                  for x in ([r["pocket"]] if pocket else [x["pocket"] for x in r["shots"]])]
+        shown += [(r["target_ball"], r["kick"]["pocket"]) for r in results if r.get("kick")]  # v3: a report's kick
         assert (shot.target_ball, shot.target_pocket) in shown and p["chosen_model"] == "tool_oracle"
         assert p["chosen_outcome"]["parse_status"] == "ok" and p["margin"] > 0
         assert p["chosen_decision"].startswith("answer") and p["rejected_decision"].startswith("call")
@@ -388,9 +389,10 @@ def test_bad_sample_folders_are_refused_in_one_line(sampled, tmp_path, capsys):
                  str(_rewritten(out, tmp_path / "v", lambda r: {**r, "tool_version": "ghost_ball-v2"})))
     assert "recorded with tool ghost_ball-v2" in err and TOOL_VERSION in err
     unversioned = _rewritten(out, tmp_path / "u", lambda r: {k: v for k, v in r.items() if k != "tool_version"})
-    own = shutil.copytree(root, tmp_path / "dataset")  # the module's dataset stays as the other tests read it
-    assert TOOL_VERSION == "ghost_ball-v1"
-    assert build_pairs.main(["--dataset_dir", str(own), "--tool_eval_dir", str(unversioned)]) == 0
+    # unversioned threads were played with v1, which v3's kicks replaced: refused as v1's
+    assert TOOL_VERSION != "ghost_ball-v1"
+    err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(unversioned))
+    assert "recorded with tool ghost_ball-v1" in err
     err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir",
                  str(_rewritten(out, tmp_path / "f", lambda r: {**r, "scenario_id": "pb0-000000"})))
     assert "not in" in err and "pb0-000000" in err

@@ -20,8 +20,11 @@ from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.llm.player import conversations
 from poolbench_data.llm.tools import MAX_CALLS, tool_calls, turn_result, with_tool_note
 from poolbench_data.prefs import check_sft
-from poolbench_data.prefs.tool_sft import DemonstrationError, clear, tool_demo, tool_sft_rows, verify_tool_row
+from poolbench_data.players.baselines import ORACLE_SPEEDS
+from poolbench_data.prefs.tool_sft import (DemonstrationError, clear, played, tool_demo, tool_sft_rows,
+                                           verify_tool_row)
 from poolbench_data.protocol.parsing import parse_action
+from poolbench_data.protocol.prompts import format_action
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "training" / "templates" / "smollm2-chatml-tools.jinja"
@@ -120,7 +123,7 @@ def test_mistaken_first_calls_are_shown_not_trained(scenario_rows):
 def test_at_the_cap_with_nothing_open_the_action_is_written_not_a_fourth_call(scenario_rows):
     from poolbench_data.llm.tools import tool_answer
 
-    seen = 0
+    seen = kicks = 0
     for s_row in scenario_rows:
         s = Scenario.from_row(s_row)
         demo = tool_demo(s, Shot.from_row(s_row["oracle_shot"]), seed=0, blocked_share=1.0, again_share=1.0,
@@ -135,21 +138,29 @@ def test_at_the_cap_with_nothing_open_the_action_is_written_not_a_fourth_call(sc
         assert [r["calls_left"] for r in results] == list(range(MAX_CALLS - 1, -1, -1))
         assert not any(clear(r) for r in results)
         assert [m["context"] for m in msgs if m["role"] == "assistant"] == [True] * MAX_CALLS + [False]
-        # the trained turn is an action on a shot a report showed, with its aim: of those whose cue path is free
-        # the smallest cut, else the last shown
+        # the trained turn is an action with an aim a report showed: of the shots whose cue path is free the
+        # smallest cut (else the last shown), or a report's kick; none of those at any Oracle speed plays better
         shot = parse_action(msgs[-1]["content"], s).shot
         options = [(ball, x) for (ball, _), r in zip(demo.calls, results) for x in r.get("shots", [])]
-        assert options and all(pocket is None for _, pocket in demo.calls)
+        assert all(pocket is None for _, pocket in demo.calls)
         detail = {(b, x["pocket"]): tool_answer(s, b, x["pocket"]) for b, x in options}
         free = [(x["cut_angle_deg"], k) for k, (b, x) in enumerate(options)
                 if not detail[b, x["pocket"]]["cue_path_blocked_by"]]
-        ball, want = options[min(free)[1] if free else -1]
-        assert (shot.target_ball, shot.target_pocket) == (ball, want["pocket"])
-        assert shot.phi == pytest.approx(want["potting_point_aim_angle_deg"], abs=1e-9)
+        aims = [(b, x["pocket"], x["potting_point_aim_angle_deg"]) for b, x in [options[min(free)[1] if free else -1]]]
+        aims += [(r["target_ball"], r["kick"]["pocket"], r["kick"]["aim_angle_deg"]) for r in results if r["kick"]]
+        ball, pocket, _ = next(a for a in aims if a[:2] == (shot.target_ball, shot.target_pocket)
+                               and shot.phi == pytest.approx(a[2], abs=1e-9))
+        kicks += any(shot.phi == pytest.approx(r["kick"]["aim_angle_deg"], abs=1e-9) for r in results if r["kick"])
+        got = played(s, msgs[-1]["content"])[1]
+        for b, p, aim in aims:
+            for v in ORACLE_SPEEDS:
+                m = played(s, format_action(Shot(phi=aim, V0=v, target_ball=b, target_pocket=p), s))[1]
+                assert (m.clean_pot, m.legal_contact, not m.foul) <= (got.clean_pot, got.legal_contact, not got.foul)
+        want = {"pocket": pocket}
         row = demo.to_row("train")
         assert (row["target_ball"], row["pocket"], row["calls"]) == (ball, want["pocket"], MAX_CALLS)
         verify_tool_row(row, s)  # its recorded outcome, whatever it is, replays
-    assert seen >= 3
+    assert seen >= 3 and kicks >= 1
 
 
 def test_same_seed_same_rows_and_the_seed_moves_the_mistakes(scenario_rows):
@@ -329,25 +340,28 @@ def test_a_board_without_a_pot_can_teach_the_action_at_the_cap():
     boards = [generate_scenario("indirect", 100 + i, f"pb1-{i:06d}") for i in range(6)]
     boards = [s for s in boards if find_pot(s) is None]
     assert boards
-    seen = 0
+    seen, kinds = 0, set()
     for s in boards:
         assert tool_demo(s, None, seed=0) is None  # the default: no row where the tool gives no pot
         demo = tool_demo(s, None, seed=0, no_pot_share=1.0)
         closed = [b.id for b in s.own() if not clear(turn_result(s, {"name": "ghost_ball",
                                                                     "arguments": {"target_ball": b.id}}, 0))]
-        if len(closed) < MAX_CALLS:
+        if len(closed) < MAX_CALLS and len(closed) < len(s.own()):
             assert demo is None
             continue
         seen += 1
-        assert demo.kind == "at_cap" and demo.context_calls == MAX_CALLS
-        assert len(set(demo.calls)) == MAX_CALLS and {b for b, _ in demo.calls} <= set(closed)
+        n = min(MAX_CALLS, len(closed))  # three of them, or every own ball where there are fewer
+        assert demo.kind == ("at_cap" if n == MAX_CALLS else "all_closed") and demo.context_calls == n
+        assert len(set(demo.calls)) == n and {b for b, _ in demo.calls} <= set(closed)
+        kinds.add(demo.kind)
         msgs = demo.messages()
-        assert [m["context"] for m in msgs if m["role"] == "assistant"] == [True] * MAX_CALLS + [False]
-        assert [json.loads(m["content"])["calls_left"] for m in msgs if m["role"] == "tool"] == list(range(MAX_CALLS - 1, -1, -1))
+        assert [m["context"] for m in msgs if m["role"] == "assistant"] == [True] * n + [False]
+        assert [json.loads(m["content"])["calls_left"] for m in msgs if m["role"] == "tool"] == \
+            list(range(MAX_CALLS - 1, MAX_CALLS - 1 - n, -1))
         assert parse_action(msgs[-1]["content"], s).status == "ok"
         verify_tool_row(demo.to_row("train"), s)
         assert tool_demo(s, None, seed=0, no_pot_share=1.0) == demo  # the draw is the board's own
-    assert seen >= 1
+    assert seen >= 1 and kinds == {"at_cap", "all_closed"}
     # the builder's share reaches the rows
     rows = [{**s.to_row(), "oracle_shot": None} for s in boards]
     with_cap = tool_sft_rows(rows, "train", no_pot_share=1.0)

@@ -82,6 +82,40 @@ def test_without_a_pocket_the_tool_reports_every_pocket_of_the_ball():
     assert shown == {"name": "ghost_ball", "arguments": {"target_ball": "3"}}
 
 
+def test_a_report_with_nothing_open_adds_a_one_cushion_kick():
+    from poolbench_data.boards.categories import is_indirect
+    from poolbench_data.boards.generate import generate_scenario
+    from poolbench_data.core.kicks import kick_candidates
+    from poolbench_data.core.records import Shot
+    from poolbench_data.prefs.tool_sft import played
+    from poolbench_data.protocol.prompts import format_action
+
+    indirect = [generate_scenario("indirect", 200 + i, f"pb1-{i:06d}") for i in range(8)]
+    assert all(is_indirect(s) for s in indirect)  # no straight shot reaches an own ball: only kicks can
+    kicks = legal = 0
+    for s in indirect + list(BOARDS):
+        for b in s.own():
+            r = ghost_ball(s, b.id)
+            if r["open"]:
+                assert "kick" not in r  # the report is v1's where a shot is open
+                continue
+            mine = [k for k in kick_candidates(s) if k.ball == b.id]  # geometry: cheapest clear kick first
+            if not mine:
+                assert r["kick"] is None
+                continue
+            k = mine[0]
+            assert list(r)[-1] == "kick" and r["kick"] == {"rail": k.rail, "pocket": k.pocket, "pot": k.pot,
+                                                           "aim_angle_deg": round(k.phi, 2)}
+            if s in indirect:  # written as the model would, played in the simulator
+                kicks += 1
+                legal += played(s, format_action(Shot(phi=r["kick"]["aim_angle_deg"], V0=8.0, target_ball=b.id,
+                                                      target_pocket=r["kick"]["pocket"]), s))[1].legal_contact
+    # the centre Heuristic makes legal contact on 2 of the 38 held-out boards with no open own shot
+    assert kicks >= 10 and legal >= kicks // 2
+    assert "kick" in TOOL_NOTE and "kick" in TOOLS[0]["function"]["description"]
+    assert TOOL_VERSION == "ghost_ball-v3"
+
+
 def test_bad_calls_get_an_error_the_model_can_read():
     s = BOARDS[0]
     absent = next(str(k) for k in range(1, 16) if str(k) not in {b.id for b in s.balls})

@@ -17,12 +17,14 @@ kept per shot (`ToolThread`) for the run's `tool_calls.jsonl`.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from poolbench_data.core.candidates import MAX_CUT, candidate
+from poolbench_data.core.kicks import kick_candidates
 from poolbench_data.core.records import Scenario
 from poolbench_data.core.table import POCKET_IDS
 from poolbench_data.core.shutdown import stop_if_requested
@@ -37,7 +39,8 @@ TOOLS = [{
         "name": TOOL_NAME,
         "description": "Ghost-ball geometry for one object ball on this board. With a pocket: the aim angle from "
                        "the cue ball to the ghost ball, the cut angle, and the balls in the way. Without: every "
-                       "pocket the ball can be cut into, open shots first, each with its cut and aim.",
+                       "pocket the ball can be cut into, open shots first, each with its cut and aim; where none is "
+                       "open, a one-cushion kick at the ball.",
         "parameters": {
             "type": "object",
             "properties": {
@@ -57,19 +60,23 @@ TOOL_NOTE = (
     "jaws). To call it, write only "
     '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "3"}}</tool_call> '
     "and wait for the result; add \"pocket\" for one pocket in detail (the balls in the way, and "
-    "aim_angle_deg aimed at the pocket centre). Each result also says calls_left, how many more calls you may "
+    "aim_angle_deg aimed at the pocket centre). When a ball has no open shot its report adds kick: the cue ball "
+    "off one cushion (rail) into that ball, aimed to pot it (pot true) or just to hit it, with its aim_angle_deg "
+    "(null when no cushion path is free). Each result also says calls_left, how many more calls you may "
     "make: at 0 the next turn must be the JSON action. When you are ready, answer with the JSON action as "
     "instructed."
 )
 # The tool as the model reads it (TOOL_NOTE, `turn_result`), recorded in every thread and results.json; preference
 # pairs refuse threads of another version. A v2 that left out closed shots' aims while calls were left was measured
-# and dropped: tool SFT's legal contacts 148 -> 153, but DPO's clean pots 111 -> 100 (docs/training.md).
-TOOL_VERSION = "ghost_ball-v1"
+# and dropped: tool SFT's legal contacts 148 -> 153, but DPO's clean pots 111 -> 100 (docs/training.md). v3: a
+# ball's report with nothing open adds a one-cushion kick; on the 38 of 200 held-out boards with no open own shot,
+# the cheapest kick at its geometric aim is a legal contact on 27 (the centre Heuristic: 2; docs/training.md).
+TOOL_VERSION = "ghost_ball-v3"
 UNRECORDED_VERSION = "ghost_ball-v1"  # what threads and results.json from before the field played with
 MAX_CALLS = 3  # tool calls a shot may make by default; the answer is the turn after the last
 # Tokens a tool result adds to the conversation, an upper bound used to check the context before work: with
 # SmolLM2's digit-by-digit tokenizer one pocket's answer is ~131 and a ball's report at most 218 (held-out own balls).
-RESULT_TOKENS = 220
+RESULT_TOKENS = 260  # v3's kick adds ~30 tokens to a report with nothing open
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 
@@ -130,15 +137,32 @@ def ball_report(scenario: Scenario, ball: str) -> dict:
     (ball, pocket) found the open pocket on 20 of 200 first calls of the tool-SFT model, whose first-called ball
     had one on 104 (docs/training.md); this report is ~133 tokens (SmolLM2's tokenizer, median over held-out own
     balls) against ~131 for one pocket. Without the leading `open` the tool-SFT model answered after a report with
-    nothing open on 99 of 200 held-out shots; with it, 75, and legal contact rose 135 -> 148 (docs/training.md)."""
+    nothing open on 99 of 200 held-out shots; with it, 75, and legal contact rose 135 -> 148 (docs/training.md).
+    A report with nothing open ends with `kick` (`kick_shot`): the way to a legal contact where no straight shot
+    pots, the only one on indirect boards."""
     answers = {pid: ghost_ball(scenario, ball, pid) for pid in POCKET_IDS}
     reachable = sorted((pid for pid, r in answers.items() if r["cut_angle_deg"] < 90.0), key=lambda pid: (
         not answers[pid]["open"], bool(answers[pid]["cue_path_blocked_by"]), answers[pid]["cut_angle_deg"]))
     shots = [{"pocket": pid, "open": answers[pid]["open"], "cut_angle_deg": answers[pid]["cut_angle_deg"],
               "potting_point_aim_angle_deg": answers[pid]["potting_point_aim_angle_deg"]} for pid in reachable]
     # `open` first, as in one pocket's answer: the one thing a player acts on (answer, or call for another ball).
-    return {"open": any(s["open"] for s in shots), "target_ball": ball, "shots": shots,
-            "no_shot": [pid for pid in POCKET_IDS if pid not in reachable]}
+    out = {"open": any(s["open"] for s in shots), "target_ball": ball, "shots": shots,
+           "no_shot": [pid for pid in POCKET_IDS if pid not in reachable]}
+    return out if out["open"] else {**out, "kick": kick_shot(scenario, ball)}
+
+
+def kick_shot(scenario: Scenario, ball: str) -> dict | None:
+    """The cheapest clear one-cushion kick at `ball` (core.kicks: aimed to pot it where a pocket's path is free,
+    else a full hit), geometry only: the cue ball's centre mirrored off the rail's line, no simulation. None
+    when no cushion path is free. The pocket of a plain hit is the one nearest the ball (a shot names one)."""
+    k = next((k for k in _kicks(scenario) if k.ball == ball), None)
+    return None if k is None else {"rail": k.rail, "pocket": k.pocket, "pot": k.pot, "aim_angle_deg": round(k.phi, 2)}
+
+
+@functools.lru_cache(maxsize=64)
+def _kicks(scenario: Scenario) -> tuple:
+    # A board's reports ask for every own ball's kicks; the search covers them all at once.
+    return tuple(kick_candidates(scenario))
 
 
 def call_of(target_ball: str, pocket: str | None = None) -> dict:

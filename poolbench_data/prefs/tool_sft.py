@@ -22,9 +22,10 @@ pocket at once): the model chooses the ball, then a pocket the report shows open
 Every tool turn says `calls_left` as the evaluator does (`llm.tools.turn_result`,
 cap MAX_CALLS). A share of the demonstrations first ask for balls with no open
 pocket; some of them reach the cap with nothing open (`at_cap`): all three calls
-are context, and the trained turn is the action the evaluator reads there, for
-the shown shot whose cue path is free (the smallest cut; else the last shown),
-at the speed the simulator plays best. Those rows are not all pots: their outcome is what
+are context, and the trained turn is the action the evaluator reads there: of
+the shown shot whose cue path is free (the smallest cut; else the last shown)
+and the one-cushion kicks the reports showed, the aim and speed the simulator
+plays best. Those rows are not all pots: their outcome is what
 the simulator gives, recorded and replayed like any other.
 """
 
@@ -104,7 +105,7 @@ class ToolDemo:
     answer: str  # the protocol's JSON action
     shot: Shot
     metrics: Metrics
-    kind: str  # direct | after_blocked | after_error | at_cap
+    kind: str  # direct | after_blocked | after_error | at_cap | all_closed
 
     def messages(self) -> list[dict]:
         conv = with_tool_note([messages(self.scenario)])[0]
@@ -164,25 +165,35 @@ def find_pot(scenario: Scenario, oracle_shot: Shot | None = None) -> tuple[str, 
     return None
 
 
+def shown_kicks(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> list[tuple[str, dict]]:
+    """The (ball, kick) of every one-cushion kick the reports answering `calls` showed (a report with nothing
+    open shows its ball's kick, where one is clear)."""
+    reports = (tool_answer(scenario, ball, None) for ball, pocket in calls if pocket is None)
+    return [(r["target_ball"], r["kick"]) for r in reports if r.get("kick")]
+
+
 def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> tuple[str, Shot, Metrics] | None:
-    """The action at the cap after `calls` none of which was open: of the shots their answers showed, the one
-    whose cue path is free (the smallest cut; else the last shown) with the tool's aim, at the speed whose outcome
-    is best in the simulator (a legal pot, then legal contact, then no foul; the slowest of equals). None when no
-    aim was shown (every call an error)."""
+    """The action at the cap after `calls` none of which was open. The aims tried: of the shots their answers
+    showed, the one whose cue path is free (the smallest cut; else the last shown), then each kick a report
+    showed, each with the tool's aim at each of the Oracle's speeds; the first whose outcome is best in the
+    simulator (a legal pot, then legal contact, then no foul). None when no aim was shown (every call an
+    error)."""
     options = shown(scenario, calls)
-    if not options:
-        return None
-    free = [o for o in options if not o[2]["cue_path_blocked_by"]]
-    ball, pocket, result = min(free, key=lambda o: o[2]["cut_angle_deg"]) if free else options[-1]
+    aims = []
+    if options:
+        free = [o for o in options if not o[2]["cue_path_blocked_by"]]
+        ball, pocket, result = min(free, key=lambda o: o[2]["cut_angle_deg"]) if free else options[-1]
+        aims.append((ball, pocket, result[AIM_FIELD]))
+    aims += [(ball, k["pocket"], k["aim_angle_deg"]) for ball, k in shown_kicks(scenario, calls)]
     best = None
-    for speed in ORACLE_SPEEDS:
-        answer = format_action(Shot(phi=result[AIM_FIELD], V0=speed, target_ball=ball, target_pocket=pocket),
-                               scenario)
-        shot, m = played(scenario, answer)
-        key = (m.clean_pot, m.legal_contact, not m.foul)
-        if best is None or key > best[0]:
-            best = (key, answer, shot, m)
-    return best[1:]
+    for ball, pocket, aim in aims:
+        for speed in ORACLE_SPEEDS:
+            answer = format_action(Shot(phi=aim, V0=speed, target_ball=ball, target_pocket=pocket), scenario)
+            shot, m = played(scenario, answer)
+            key = (m.clean_pot, m.legal_contact, not m.foul)
+            if best is None or key > best[0]:
+                best = (key, answer, shot, m)
+    return None if best is None else best[1:]
 
 
 def blocked_calls(scenario: Scenario, ball: str | None = None) -> list[tuple[str, None]]:
@@ -207,8 +218,8 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
     those, for a second such ball first, and with `cap_share` of these for a third: the action at the cap,
     `cap_answer`); with `error_share` it first names a ball not on the table. The mistaken calls are context, not
     trained. Where there is no legal pot, with `no_pot_share` (if the board has MAX_CALLS own balls with nothing
-    open) the row is the action at the cap after calls for MAX_CALLS of them. The draw uses its own RNG from
-    (seed, the board's seed)."""
+    open, or fewer but all of them) the row is the action after calls for them (`no_pot_demo`). The draw uses its
+    own RNG from (seed, the board's seed)."""
     rng = np.random.default_rng([seed, scenario.seed])
     found = find_pot(scenario, oracle_shot)
     if found is None:
@@ -238,15 +249,18 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
 
 def no_pot_demo(scenario: Scenario, rng) -> ToolDemo | None:
     """A board without a legal pot: calls for MAX_CALLS own balls whose reports show nothing open (context), then
-    the action at the cap (`cap_answer`); None where the board has fewer such balls. The DPO model of the eighth
-    session and the tool-SFT model trained two epochs wrote a fourth call at the cap on 29 and 33 of 200 held-out
-    shots; the other demonstrations reach the cap on 7 of 321 rows (docs/training.md)."""
+    the action at the cap (`cap_answer`); where every own ball is closed and there are fewer, a call for each,
+    then the action (`all_closed`: nothing is left to call). None otherwise. The DPO model of the eighth session
+    and the tool-SFT model trained two epochs wrote a fourth call at the cap on 29 and 33 of 200 held-out shots;
+    the other demonstrations reach the cap on 7 of 321 rows (docs/training.md). Indirect boards often hold one
+    or two own balls: without `all_closed` they gave no row."""
     options = blocked_calls(scenario)
-    if len(options) < MAX_CALLS:
+    if not options or (len(options) < MAX_CALLS and len(options) < len(scenario.own())):
         return None
     calls = tuple(options[int(i)] for i in rng.permutation(len(options))[:MAX_CALLS])
-    at_cap = cap_answer(scenario, calls)
-    return None if at_cap is None else ToolDemo(scenario, calls, len(calls), *at_cap, "at_cap")
+    answer = cap_answer(scenario, calls)
+    kind = "at_cap" if len(calls) == MAX_CALLS else "all_closed"
+    return None if answer is None else ToolDemo(scenario, calls, len(calls), *answer, kind)
 
 
 def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress: bool = False,
