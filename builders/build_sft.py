@@ -32,12 +32,11 @@ class ScriptArguments(PushArguments):
         "help": "With --tools: the share of boards (of those with an own ball the tool reports blocked) whose "
                 "demonstration first calls for a blocked shot, then calls again (the turn the tool-SFT model "
                 "most often skips: it answered after a blocked report; docs/training.md)."})
-    at_cap_no_pot_share: float = field(default=0.0, metadata={
+    at_cap_no_pot_share: float = field(default=1.0, metadata={
         "help": "With --tools: the share of boards without a tool-derived pot (and with 3 own balls the tool "
                 "reports closed, or fewer but all of them) whose demonstration calls for them, then writes the "
                 "action (a kick where one plays best) at the call cap or after the last own ball (the turn the "
-                "tool-SFT model trained two epochs skipped with a fourth call; docs/training.md). "
-                "0 until measured in the pilot."})
+                "tool-SFT model trained two epochs skipped with a fourth call; docs/training.md)."})
 
 
 def build(args: ScriptArguments) -> None:

@@ -21,8 +21,8 @@ from poolbench_data.llm.player import conversations
 from poolbench_data.llm.tools import MAX_CALLS, tool_calls, turn_result, with_tool_note
 from poolbench_data.prefs import check_sft
 from poolbench_data.players.baselines import ORACLE_SPEEDS
-from poolbench_data.prefs.tool_sft import (DemonstrationError, clear, played, tool_demo, tool_sft_rows,
-                                           verify_tool_row)
+from poolbench_data.prefs.tool_sft import (NO_POT_SHARE, DemonstrationError, clear, played, tool_demo,
+                                           tool_sft_rows, verify_tool_row)
 from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import format_action
 
@@ -104,7 +104,7 @@ def test_mistaken_first_calls_are_shown_not_trained(scenario_rows):
         oracle = Shot.from_row(s_row["oracle_shot"])
         for blocked, error, again in ((1.0, 0.0, 0.0), (1.0, 0.0, 1.0), (0.0, 1.0, 1.0)):
             demo = tool_demo(s, oracle, seed=0, blocked_share=blocked, error_share=error, again_share=again,
-                             cap_share=0.0)
+                             cap_share=0.0, no_pot_share=0.0)
             if demo is None or demo.kind == "direct":
                 continue
             seen.add((demo.kind, len(demo.calls)))
@@ -167,8 +167,11 @@ def test_same_seed_same_rows_and_the_seed_moves_the_mistakes(scenario_rows):
     a = tool_sft_rows(scenario_rows, "train", seed=0)
     assert tool_sft_rows(scenario_rows, "train", seed=0) == a
     b = tool_sft_rows(scenario_rows, "train", seed=1)
-    assert [r["scenario_id"] for r in a] == [r["scenario_id"] for r in b]  # the pots do not depend on the seed
-    assert [r["messages"][-1] for r in a] == [r["messages"][-1] for r in b]
+    assert [r["scenario_id"] for r in a] == [r["scenario_id"] for r in b]  # the boards do not depend on the seed
+    # the pots do not either (a board without one: the own balls called, so the action there, may)
+    pots_a, pots_b = ([r["messages"][-1] for r in rows if r["demonstration"] not in ("at_cap", "all_closed")]
+                      for rows in (a, b))
+    assert pots_a and pots_a == pots_b
 
 
 def test_the_blocked_share_sets_how_many_demonstrations_call_again(folder, scenario_rows, capsys):
@@ -342,7 +345,7 @@ def test_a_board_without_a_pot_can_teach_the_action_at_the_cap():
     assert boards
     seen, kinds = 0, set()
     for s in boards:
-        assert tool_demo(s, None, seed=0) is None  # the default: no row where the tool gives no pot
+        assert tool_demo(s, None, seed=0, no_pot_share=0.0) is None  # at 0, no row where the tool gives no pot
         demo = tool_demo(s, None, seed=0, no_pot_share=1.0)
         closed = [b.id for b in s.own() if not clear(turn_result(s, {"name": "ghost_ball",
                                                                     "arguments": {"target_ball": b.id}}, 0))]
@@ -365,4 +368,6 @@ def test_a_board_without_a_pot_can_teach_the_action_at_the_cap():
     # the builder's share reaches the rows
     rows = [{**s.to_row(), "oracle_shot": None} for s in boards]
     with_cap = tool_sft_rows(rows, "train", no_pot_share=1.0)
-    assert len(with_cap) == seen and not tool_sft_rows(rows, "train")
+    assert len(with_cap) == seen and not tool_sft_rows(rows, "train", no_pot_share=0.0)
+    assert tool_sft_rows(rows, "train") == with_cap and NO_POT_SHARE == 1.0  # the default since v3's kicks
+    assert _load("builders/build_sft").ScriptArguments().at_cap_no_pot_share == NO_POT_SHARE  # one default

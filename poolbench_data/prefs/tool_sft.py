@@ -61,6 +61,10 @@ RETRY_AGAIN_SHARE = 0.5
 # with nothing open. Without such rows the tool-SFT model wrote a fourth call there on 59 of 200 held-out shots
 # (no action; docs/training.md).
 AT_CAP_SHARE = 0.5
+# Boards without a tool-derived pot whose demonstration is the action after calls for closed own balls
+# (`no_pot_demo`). At 1 with tool v3 (kicks) the tool-SFT model made 177 legal contacts on 200 held-out boards,
+# 155 with v1 (docs/training.md, eleventh session).
+NO_POT_SHARE = 1.0
 OUTCOMES = ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot")
 # The tool's aim the demonstrations copy: the potting point pots 64.3% of the clear shots tried against the
 # centre's 43.6% (llm.tools.ghost_ball).
@@ -209,7 +213,7 @@ def _absent_own(scenario: Scenario) -> list[str]:
 
 def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_share: float = RETRY_BLOCKED_SHARE,
               error_share: float = RETRY_ERROR_SHARE, again_share: float = RETRY_AGAIN_SHARE,
-              cap_share: float = AT_CAP_SHARE, no_pot_share: float = 0.0) -> ToolDemo | None:
+              cap_share: float = AT_CAP_SHARE, no_pot_share: float = NO_POT_SHARE) -> ToolDemo | None:
     """One board's demonstration, or None when the tool's geometry gives no legal pot there (and no at-cap row
     is drawn for it).
 
@@ -264,7 +268,7 @@ def no_pot_demo(scenario: Scenario, rng) -> ToolDemo | None:
 
 
 def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress: bool = False,
-                  blocked_share: float = RETRY_BLOCKED_SHARE, no_pot_share: float = 0.0) -> list[dict]:
+                  blocked_share: float = RETRY_BLOCKED_SHARE, no_pot_share: float = NO_POT_SHARE) -> list[dict]:
     """One row per scenario row whose board has a tool-derived legal pot (or, with `no_pot_share`, an at-cap row
     where it has none), in board order; each verified."""
     from tqdm.auto import tqdm
