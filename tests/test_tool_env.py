@@ -123,7 +123,8 @@ def test_two_grpo_steps_through_environment_factory(folder, tmp_path):
     from test_grpo import SMOKE_RECIPE, grpo
     from tiny_model import build_tiny_model
 
-    model = build_tiny_model(tmp_path / "tiny", seed=0)
+    # SmolLM2 reads 8,192 positions; the tool paragraph with v3's kick puts the longest prompt here at ~2,040
+    model = build_tiny_model(tmp_path / "tiny", seed=0, max_position_embeddings=4096)
     argv = ["--config", str(SMOKE_RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(folder),
             "--output_dir", str(tmp_path / "run"), "--dtype", "float32", "--max_completion_length", "8",
             "--max_steps", "2", "--learning_rate", "1e-3", "--lora_r", "4", "--seed", "0", "--disable_tqdm", "true",
