@@ -108,7 +108,9 @@ def match(thread: dict, shot) -> tuple[str, dict | None]:
 
 def choices(eval_dir: Path, boards: dict) -> dict[str, Counter]:
     """Per kind of answer: shots, legal contacts, clean pots; for answers to an open shot, also the boards where
-    some open shot of the same answer, at one of the Oracle's speeds, is a clean pot (the choice among them)."""
+    some open shot of the same answer, at one of the Oracle's speeds, is a clean pot (the choice among them); for
+    kicks, those where an own ball the thread had not called has an open shot."""
+    from poolbench_data.llm.tools import ball_report
     from poolbench_data.prefs.tool_sft import played
 
     out = {k: Counter() for k in KINDS}
@@ -127,6 +129,9 @@ def choices(eval_dir: Path, boards: dict) -> dict[str, Counter]:
             shown = [(answer["target_ball"], x["pocket"], x["potting_point_aim_angle_deg"])
                      for x in answer.get("shots", [answer]) if x["open"]]
             c["best open shot shown"] += _best(s, shown)[1]
+        elif kind == "kick":  # kicked where calling another own ball would have shown an open shot
+            called = {str(x["arguments"].get("target_ball")) for x in t["calls"]}
+            c["open shot left uncalled"] += any(ball_report(s, b.id)["open"] for b in s.own() if b.id not in called)
     return out
 
 
@@ -153,9 +158,11 @@ def main(argv=None) -> int:
     boards = {s.id: s for s in scenarios}
     for d in a.eval_dir:
         print(f"\n{d}\n{'answer':22}{'shots':>8}{'legal contact':>15}{'clean pot':>11}{'best open shown':>17}")
-        for k, c in choices(Path(d), boards).items():
+        counts = choices(Path(d), boards)
+        for k, c in counts.items():
             best = c["best open shot shown"] if k == "open" else "-"
             print(f"{k:22}{c['shots']:>8}{c['legal contact']:>15}{c['clean pot']:>11}{best:>17}")
+        print(f"kicks where an own ball not called had an open shot: {counts['kick']['open shot left uncalled']}")
     return 0
 
 

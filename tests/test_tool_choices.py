@@ -67,6 +67,8 @@ def test_each_answer_is_matched_to_the_shot_it_copied(tmp_path):
     counts = bench.choices(tmp_path, {s.id: s})
     assert {k: c["shots"] for k, c in counts.items()} == {k: 1 for k in bench.KINDS}
     assert counts["no action"]["legal contact"] == 0
+    # the kick was written after one call, and `opened` (not called) has an open shot
+    assert counts["kick"]["open shot left uncalled"] == 1 and not counts["open"]["open shot left uncalled"]
     opened_played = played(s, cases["open"]["final_response"])[1]
     assert counts["open"]["clean pot"] == opened_played.clean_pot
     report = cases["open"]["calls"][-1]["result"]

@@ -70,7 +70,8 @@ TOOL_NOTE = (
 # pairs refuse threads of another version. A v2 that left out closed shots' aims while calls were left was measured
 # and dropped: tool SFT's legal contacts 148 -> 153, but DPO's clean pots 111 -> 100 (docs/training.md). v3: a
 # ball's report with nothing open adds a one-cushion kick; on the 38 of 200 held-out boards with no open own shot,
-# the cheapest kick at its geometric aim is a legal contact on 27 (the centre Heuristic: 2; docs/training.md).
+# the first own ball's kick is a legal contact on 29 at the best Oracle speed (benchmarks/bench_tool_choices.py;
+# the centre Heuristic: none on the 32 indirect ones), and tool SFT's legal contacts rose 155 -> 177.
 TOOL_VERSION = "ghost_ball-v3"
 UNRECORDED_VERSION = "ghost_ball-v1"  # what threads and results.json from before the field played with
 MAX_CALLS = 3  # tool calls a shot may make by default; the answer is the turn after the last
