@@ -32,6 +32,11 @@ class ScriptArguments(PushArguments):
         "help": "With --tools: the share of boards (of those with an own ball the tool reports blocked) whose "
                 "demonstration first calls for a blocked shot, then calls again (the turn the tool-SFT model "
                 "most often skips: it answered after a blocked report; docs/training.md)."})
+    tool_demo_order: str = field(default="oracle", metadata={
+        "help": "With --tools: `oracle` (the Oracle's ball and pocket first, then the geometry candidates, with "
+                "mistaken calls shown and recovered) or `listed` (own balls called in the prompt's order until a "
+                "report shows an open shot, then the best of its open shots in the simulator; prefs.tool_sft."
+                "listed_demo)."})
     at_cap_no_pot_share: float = field(default=1.0, metadata={
         "help": "With --tools: the share of boards without a tool-derived pot (and with 3 own balls the tool "
                 "reports closed, or fewer but all of them) whose demonstration calls for them, then writes the "
@@ -53,6 +58,8 @@ def build(args: ScriptArguments) -> None:
     for flag in ("retry_blocked_share", "at_cap_no_pot_share"):
         if not 0 <= getattr(args, flag) <= 1:
             raise UserError(f"--{flag} {getattr(args, flag)}: a share of boards; give a value from 0 to 1")
+    if args.tool_demo_order not in ("oracle", "listed"):
+        raise UserError(f"--tool_demo_order {args.tool_demo_order!r}: give oracle or listed")
     if args.split in EVAL_SPLITS:
         raise UserError(f"--split {args.split}: demonstrations from the evaluation boards would leak them into "
                         f"training; use --split train")
@@ -67,18 +74,18 @@ def build(args: ScriptArguments) -> None:
         from poolbench_data.prefs.tool_sft import tool_sft_rows
 
         rows = tool_sft_rows(scenarios, args.split, seed=args.seed, progress=True,
-                             blocked_share=args.retry_blocked_share, no_pot_share=args.at_cap_no_pot_share)
+                             blocked_share=args.retry_blocked_share, no_pot_share=args.at_cap_no_pot_share,
+                             order=args.tool_demo_order)
         counts = write_config(folder, "sft_tools", {args.split: rows}, "sft_tools",
                               provenance(split=args.split, seed=args.seed,
+                                         tool_demo_order=args.tool_demo_order,
                                          retry_blocked_share=args.retry_blocked_share,
                                          at_cap_no_pot_share=args.at_cap_no_pot_share))
         kinds = Counter(r["demonstration"] for r in rows)
         pots = sum(r["clean_pot"] for r in rows)
         print(f"sft_tools/{args.split}: {counts[args.split]} tool demonstrations, {pots} of them legal pots "
-              f"({kinds['after_blocked']} after a blocked call, {kinds['after_error']} after an error, "
-              f"{kinds['at_cap']} writing the action at the call cap with nothing open, {kinds['all_closed']} "
-              f"after calling every own ball with nothing open) from {len(scenarios)} "
-              f"scenarios ({len(scenarios) - len(rows)} without a row)")
+              f"(by kind: {', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}; prefs.tool_sft.ToolDemo) "
+              f"from {len(scenarios)} scenarios ({len(scenarios) - len(rows)} without a row)")
     else:
         rows = sft_rows(scenarios, read_rows(folder, "traces", args.split), args.split)
         counts = write_config(folder, "sft", {args.split: rows}, "sft", provenance(split=args.split))

@@ -161,5 +161,8 @@ def test_tool_recipes_parse_with_known_keys():
     recipe = REPO / "training" / "recipes" / "grpo-tools-smollm2-135m-cpu.yaml"
     script, training, model = grpo.make_parser().parse_args_and_config(args=["--config", str(recipe)])
     assert script.tool_env and (REPO / script.tool_chat_template).is_file()
-    assert training.max_tool_calling_iterations == 2 and training.num_generations == 4
+    from poolbench_data.llm.tools import MAX_CALLS
+
+    # The environment's calls_left counts down from this cap: the evaluator's, or GRPO's rollouts see other reports.
+    assert training.max_tool_calling_iterations == MAX_CALLS and training.num_generations == 4
     assert training.per_device_train_batch_size % training.num_generations == 0 and not model.use_peft

@@ -191,6 +191,54 @@ def test_the_blocked_share_sets_how_many_demonstrations_call_again(folder, scena
         assert "--retry_blocked_share" in err and len(err.splitlines()) == 1
 
 
+def test_listed_demonstrations_call_own_balls_in_the_prompts_order_until_one_is_open(scenario_rows):
+    from poolbench_data.llm.tools import ball_report
+    from poolbench_data.prefs.tool_sft import listed_demo, listed_own
+    from poolbench_data.protocol.prompts import messages
+
+    kinds = set()
+    for s_row in scenario_rows:
+        s = Scenario.from_row(s_row)
+        prompt = messages(s)[-1]["content"]
+        listed = listed_own(s)
+        assert [prompt.index(f"Ball {b}:") for b in listed] == sorted(prompt.index(f"Ball {b}:") for b in listed)
+        for error_share in (0.0, 1.0):
+            demo = listed_demo(s, seed=0, error_share=error_share)
+            assert demo is not None
+            kinds.add(demo.kind)
+            called = [ball for ball, _ in demo.calls[demo.context_calls:]]
+            assert called == listed[:len(called)] and len(demo.calls) <= MAX_CALLS
+            reports = [ball_report(s, b) for b in called]
+            assert not any(r["open"] for r in reports[:-1])  # it calls on only past closed reports
+            msgs = demo.messages()
+            assert [m["context"] for m in msgs if m["role"] == "assistant"] == \
+                [True] * demo.context_calls + [False] * (len(demo.calls) - demo.context_calls + 1)
+            if demo.kind == "listed_open":
+                assert reports[-1]["open"] and demo.shot.target_ball == called[-1]
+                open_aims = {x["potting_point_aim_angle_deg"] for x in reports[-1]["shots"] if x["open"]}
+                assert round(demo.shot.phi, 2) in open_aims and demo.shot.V0 in ORACLE_SPEEDS
+                # none of the report's open shots at any of the Oracle's speeds is better than the one written
+                for x in reports[-1]["shots"]:
+                    for v in ORACLE_SPEEDS if x["open"] else ():
+                        _, m = played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v,
+                                                            target_ball=called[-1], target_pocket=x["pocket"]), s))
+                        assert (m.clean_pot, m.legal_contact) <= (demo.metrics.clean_pot, demo.metrics.legal_contact)
+            else:
+                assert len(demo.calls) == MAX_CALLS or called == listed
+            verify_tool_row(demo.to_row("train"), s)
+    assert kinds == {"listed_open", "listed_closed"}
+
+
+def test_the_demonstration_order_is_a_builder_choice(folder, scenario_rows, capsys):
+    build_sft = _load("builders/build_sft")
+    assert build_sft.ScriptArguments().tool_demo_order == "oracle"
+    assert build_sft.main(["--dataset_dir", str(folder), "--tools", "--tool_demo_order", "nearest"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--tool_demo_order" in err and len(err.splitlines()) == 1
+    rows = tool_sft_rows(scenario_rows, "train", order="listed")
+    assert len(rows) == len(scenario_rows) and {r["demonstration"] for r in rows} <= {"listed_open", "listed_closed"}
+
+
 def test_a_row_that_does_not_replay_is_a_build_error_naming_the_board(rows, scenario_rows):
     row = dict(rows[0])
     s = board(scenario_rows, row["scenario_id"])

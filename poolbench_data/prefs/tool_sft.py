@@ -109,7 +109,7 @@ class ToolDemo:
     answer: str  # the protocol's JSON action
     shot: Shot
     metrics: Metrics
-    kind: str  # direct | after_blocked | after_error | at_cap | all_closed
+    kind: str  # direct | after_blocked | after_error | at_cap | all_closed | listed_open | listed_closed
 
     def messages(self) -> list[dict]:
         conv = with_tool_note([messages(self.scenario)])[0]
@@ -189,6 +189,12 @@ def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> t
         ball, pocket, result = min(free, key=lambda o: o[2]["cut_angle_deg"]) if free else options[-1]
         aims.append((ball, pocket, result[AIM_FIELD]))
     aims += [(ball, k["pocket"], k["aim_angle_deg"]) for ball, k in shown_kicks(scenario, calls)]
+    return best_of(scenario, aims) if aims else None
+
+
+def best_of(scenario: Scenario, aims: Sequence[tuple[str, str, float]]) -> tuple[str, Shot, Metrics]:
+    """Of the (ball, pocket, aim)s at each of the Oracle's speeds, the first written action whose outcome is best
+    in the simulator (a legal pot, then legal contact, then no foul): (answer, shot, metrics)."""
     best = None
     for ball, pocket, aim in aims:
         for speed in ORACLE_SPEEDS:
@@ -197,7 +203,7 @@ def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> t
             key = (m.clean_pot, m.legal_contact, not m.foul)
             if best is None or key > best[0]:
                 best = (key, answer, shot, m)
-    return None if best is None else best[1:]
+    return best[1:]
 
 
 def blocked_calls(scenario: Scenario, ball: str | None = None) -> list[tuple[str, None]]:
@@ -267,10 +273,38 @@ def no_pot_demo(scenario: Scenario, rng) -> ToolDemo | None:
     return None if answer is None else ToolDemo(scenario, calls, len(calls), *answer, kind)
 
 
+def listed_demo(scenario: Scenario, seed: int, error_share: float = RETRY_ERROR_SHARE) -> ToolDemo | None:
+    """A procedure the model can read off its own conversation: call the own balls in the order the prompt lists
+    them until a report shows an open shot (at most MAX_CALLS calls, every one trained), then write the best of
+    that report's open shots at the Oracle's speeds (`best_of`; ties: the report's order, the lower speed); with
+    nothing open, the action `cap_answer` writes (None where no report shows an aim). With `error_share` a ball not on the table is named first
+    (context). The tool-SFT model's first call chose an open ball no more often than the lowest-numbered own ball
+    would, and answered the first open shot of a report at 8 m/s (benchmarks/bench_tool_choices.py)."""
+    rng = np.random.default_rng([seed, scenario.seed])
+    absent = _absent_own(scenario)
+    mistakes = [(absent[int(rng.integers(len(absent)))], None)] if absent and rng.random() < error_share else []
+    calls: list[tuple[str, str | None]] = []
+    for ball in listed_own(scenario)[:MAX_CALLS - len(mistakes)]:
+        calls.append((ball, None))
+        if clear(tool_answer(scenario, ball, None)):
+            answer, shot, m = best_of(scenario, [(ball, p, r[AIM_FIELD]) for b, p, r in shown(scenario, calls[-1:])
+                                                  if b == ball and clear(r)])
+            return ToolDemo(scenario, (*mistakes, *calls), len(mistakes), answer, shot, m, "listed_open")
+    at_cap = cap_answer(scenario, calls)  # None: no own ball, or none that any report shows an aim for
+    return None if at_cap is None else ToolDemo(scenario, (*mistakes, *calls), len(mistakes), *at_cap,
+                                                "listed_closed")
+
+
+def listed_own(scenario: Scenario) -> list[str]:
+    """The player's balls in the order the prompt lists them (by number)."""
+    return sorted((b.id for b in scenario.own()), key=int)
+
+
 def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress: bool = False,
-                  blocked_share: float = RETRY_BLOCKED_SHARE, no_pot_share: float = NO_POT_SHARE) -> list[dict]:
+                  blocked_share: float = RETRY_BLOCKED_SHARE, no_pot_share: float = NO_POT_SHARE,
+                  order: str = "oracle") -> list[dict]:
     """One row per scenario row whose board has a tool-derived legal pot (or, with `no_pot_share`, an at-cap row
-    where it has none), in board order; each verified."""
+    where it has none), in board order; each verified. `order` "listed": every board's `listed_demo` instead."""
     from tqdm.auto import tqdm
 
     if split in EVAL_SPLITS:
@@ -279,7 +313,8 @@ def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress
     for s in tqdm(scenarios, desc="tool demonstrations", unit="board", disable=not progress):
         scenario = Scenario.from_row(s)
         oracle = Shot.from_row(s["oracle_shot"]) if s.get("oracle_shot") else None
-        demo = tool_demo(scenario, oracle, seed, blocked_share, no_pot_share=no_pot_share)
+        demo = (listed_demo(scenario, seed) if order == "listed" else
+                tool_demo(scenario, oracle, seed, blocked_share, no_pot_share=no_pot_share))
         if demo is not None:
             row = demo.to_row(split)
             verify_tool_row(row, scenario)
