@@ -5,11 +5,15 @@ report has an open shot; boards where one is found by calling own balls in the o
 within the evaluator's calls; and, simulated, boards where some shot the tool shows (any own ball's shots, the
 potting-point aim, each of the Oracle's speeds) is a legal contact or a clean pot: a player that always chose
 best among what the tool shows, no more. On boards with no open own shot, the same for the one-cushion kicks
-the reports show (the first own ball's, and any own ball's).
+the reports show (the first own ball's, and any own ball's). And the listed procedure (`build_sft.py
+--tool_demo_order listed`): own balls called by number until a report is open, its first open shot written at
+8 m/s (else the first kick shown), and the best of that ball's open shots at the Oracle's speeds.
 
 With --eval_dir, an `eval --tools` run's shots (tool_calls.jsonl), each answer matched to the shot of its
 conversation whose aim it wrote, replayed as the evaluator plays it: answers to an open shot, to a shot that
-was not open while calls were left, to one at the cap, to a kick, an aim no report showed, no action.
+was not open while calls were left, to one at the cap, to a kick, an aim no report showed, no action; how many
+open answers wrote the report's first open shot, how many answers were at 8 m/s, and whether the first call's
+ball had an open shot (against the lowest-numbered own ball's).
 
     python benchmarks/bench_tool_choices.py --n 200
     python benchmarks/bench_tool_choices.py --n 200 --eval_dir W/eval_sft --eval_dir W/eval_dpo
@@ -28,8 +32,11 @@ KINDS = ("open", "kick", "closed, calls left", "closed, at cap", "aim not shown"
 
 
 def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
+    from poolbench_data.core.records import Shot
     from poolbench_data.core.table import POCKET_IDS
     from poolbench_data.llm.tools import ball_report, tool_answer
+    from poolbench_data.prefs.tool_sft import played
+    from poolbench_data.protocol.prompts import format_action
 
     c = Counter()
     for s in scenarios:
@@ -39,6 +46,22 @@ def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
         c[f"open in the first {max_calls} own balls listed"] += any(r["open"] for r in reports[:max_calls])
         if not simulate:
             continue
+        # The listed procedure (prefs.tool_sft.listed_demo's calls): own balls by number until a report is open.
+        first_open = next((r for r in reports[:max_calls] if r["open"]), None)
+        if first_open is not None:
+            ball, opens = first_open["target_ball"], [x for x in first_open["shots"] if x["open"]]
+            x = opens[0]
+            m = played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=8.0, target_ball=ball,
+                                             target_pocket=x["pocket"]), s))[1]
+            best_first = _best(s, [(ball, x["pocket"], x["potting_point_aim_angle_deg"]) for x in opens])
+        else:
+            kick = next(((r["target_ball"], r["kick"]) for r in reports[:max_calls] if r.get("kick")), None)
+            m = kick and played(s, format_action(Shot(phi=kick[1]["aim_angle_deg"], V0=8.0, target_ball=kick[0],
+                                                      target_pocket=kick[1]["pocket"]), s))[1]
+            best_first = (bool(m and m.legal_contact), bool(m and m.clean_pot))
+        c["listed order, first open shot (else kick) at 8 m/s: legal contact"] += bool(m and m.legal_contact)
+        c["listed order, first open shot (else kick) at 8 m/s: clean pot"] += bool(m and m.clean_pot)
+        c["listed order, best shot of the first open ball: clean pot"] += best_first[1]
         best = _best(s, [(r["target_ball"], shot["pocket"], shot["potting_point_aim_angle_deg"])
                          for r in reports for shot in r["shots"]])
         c["legal contact, best shot of a ball's report"] += best[0]
@@ -111,9 +134,11 @@ def choices(eval_dir: Path, boards: dict) -> dict[str, Counter]:
     some open shot of the same answer, at one of the Oracle's speeds, is a clean pot (the choice among them); for
     kicks, those where an own ball the thread had not called has an open shot."""
     from poolbench_data.llm.tools import ball_report
+    from poolbench_data.players.diagnostics import angular_error
     from poolbench_data.prefs.tool_sft import played
 
-    out = {k: Counter() for k in KINDS}
+    out = {k: Counter() for k in (*KINDS, "every shot")}
+    every = out["every shot"]
     for line in (eval_dir / "tool_calls.jsonl").read_text().splitlines():
         if not line.strip():
             continue
@@ -125,10 +150,17 @@ def choices(eval_dir: Path, boards: dict) -> dict[str, Counter]:
         c["shots"] += 1
         c["legal contact"] += m.legal_contact
         c["clean pot"] += m.clean_pot
+        every["answers at 8 m/s"] += shot is not None and shot.V0 == 8.0
+        if t["calls"]:  # the first call's choice of ball, against the lowest-numbered own ball
+            own_open = [b.id for b in s.own() if ball_report(s, b.id)["open"]]
+            every["boards with an open own ball"] += bool(own_open)
+            every["first call open"] += str(t["calls"][0]["arguments"].get("target_ball")) in own_open
+            every["lowest-numbered own ball open"] += bool(own_open) and s.own()[0].id in own_open
         if kind == "open":
             shown = [(answer["target_ball"], x["pocket"], x["potting_point_aim_angle_deg"])
                      for x in answer.get("shots", [answer]) if x["open"]]
             c["best open shot shown"] += _best(s, shown)[1]
+            c["the first open shot shown"] += abs(angular_error(shot.phi, shown[0][2])) < 0.006
         elif kind == "kick":  # kicked where calling another own ball would have shown an open shot
             called = {str(x["arguments"].get("target_ball")) for x in t["calls"]}
             c["open shot left uncalled"] += any(ball_report(s, b.id)["open"] for b in s.own() if b.id not in called)
@@ -159,10 +191,17 @@ def main(argv=None) -> int:
     for d in a.eval_dir:
         print(f"\n{d}\n{'answer':22}{'shots':>8}{'legal contact':>15}{'clean pot':>11}{'best open shown':>17}")
         counts = choices(Path(d), boards)
-        for k, c in counts.items():
+        for k in KINDS:
+            c = counts[k]
             best = c["best open shot shown"] if k == "open" else "-"
             print(f"{k:22}{c['shots']:>8}{c['legal contact']:>15}{c['clean pot']:>11}{best:>17}")
         print(f"kicks where an own ball not called had an open shot: {counts['kick']['open shot left uncalled']}")
+        o, every = counts["open"], counts["every shot"]
+        print(f"open answers writing the report's first open shot: {o['the first open shot shown']} of "
+              f"{o['shots']}; answers at 8 m/s: {every['answers at 8 m/s']}")
+        print(f"first call's ball open: {every['first call open']}; the lowest-numbered own ball open: "
+              f"{every['lowest-numbered own ball open']} (boards with an open own ball: "
+              f"{every['boards with an open own ball']})")
     return 0
 
 

@@ -65,7 +65,15 @@ def test_each_answer_is_matched_to_the_shot_it_copied(tmp_path):
     # the folder's counts: one shot of each kind, each replayed in the simulator
     (tmp_path / "tool_calls.jsonl").write_text("".join(json.dumps(t) + "\n" for t in cases.values()))
     counts = bench.choices(tmp_path, {s.id: s})
-    assert {k: c["shots"] for k, c in counts.items()} == {k: 1 for k in bench.KINDS}
+    assert {k: counts[k]["shots"] for k in bench.KINDS} == {k: 1 for k in bench.KINDS}
+    # the open answer wrote its report's first open shot; every written answer was at 8 m/s (no action: none)
+    assert counts["open"]["the first open shot shown"] == 1
+    every = counts["every shot"]
+    assert every["answers at 8 m/s"] == len(bench.KINDS) - 1
+    # the first call: `closed[0]` in five threads, `opened[0]` in two; the lowest-numbered own ball's openness
+    assert every["boards with an open own ball"] == len(cases)
+    assert every["first call open"] == 2
+    assert every["lowest-numbered own ball open"] == len(cases) * (s.own()[0].id in opened)
     assert counts["no action"]["legal contact"] == 0
     # the kick was written after one call, and `opened` (not called) has an open shot
     assert counts["kick"]["open shot left uncalled"] == 1 and not counts["open"]["open shot left uncalled"]
@@ -85,6 +93,10 @@ def test_the_ceiling_counts_what_the_tool_shows():
     c = bench.ceiling(two, MAX_CALLS)
     legal, clean = c["legal contact, best shot of a ball's report"], c["clean pot, best shot of a ball's report"]
     assert clean <= legal <= c["legal contact, best aim any answer shows"] <= len(two)
+    # the listed procedure: the first open ball's first shot at 8 m/s, and the best of its shots, never better
+    listed = [c[f"listed order, first open shot (else kick) at 8 m/s: {x}"] for x in ("clean pot", "legal contact")]
+    assert listed[0] <= c["listed order, best shot of the first open ball: clean pot"] <= len(two)
+    assert listed[0] <= listed[1] <= len(two)
     # where no own ball has an open shot: the reports' kicks, the first own ball's and the best of any
     from poolbench_data.boards.generate import generate_scenario
 
