@@ -84,7 +84,8 @@ def build(args: ScriptArguments) -> None:
         kinds = Counter(r["demonstration"] for r in rows)
         pots = sum(r["clean_pot"] for r in rows)
         print(f"sft_tools/{args.split}: {counts[args.split]} tool demonstrations, {pots} of them legal pots "
-              f"(by kind: {', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}; prefs.tool_sft.ToolDemo) "
+              f"(by kind: {', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}; prefs.tool_sft.ToolDemo; "
+              f"by calls: {', '.join(f'{k}: {n}' for k, n in sorted(Counter(r['calls'] for r in rows).items()))}) "
               f"from {len(scenarios)} scenarios ({len(scenarios) - len(rows)} without a row)")
     else:
         rows = sft_rows(scenarios, read_rows(folder, "traces", args.split), args.split)

@@ -229,14 +229,25 @@ def test_listed_demonstrations_call_own_balls_in_the_prompts_order_until_one_is_
     assert kinds == {"listed_open", "listed_closed"}
 
 
-def test_the_demonstration_order_is_a_builder_choice(folder, scenario_rows, capsys):
+def test_the_demonstration_order_is_a_builder_choice(folder, scenario_rows, capsys, tmp_path):
+    import shutil
+
+    from poolbench_data.hub.folder import read_rows
+
     build_sft = _load("builders/build_sft")
     assert build_sft.ScriptArguments().tool_demo_order == "oracle"
     assert build_sft.main(["--dataset_dir", str(folder), "--tools", "--tool_demo_order", "nearest"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--tool_demo_order" in err and len(err.splitlines()) == 1
-    rows = tool_sft_rows(scenario_rows, "train", order="listed")
+    copy = shutil.copytree(folder, tmp_path / "poolbench")  # the module's folder keeps the default rows
+    assert build_sft.main(["--dataset_dir", str(copy), "--tools", "--tool_demo_order", "listed"]) == 0
+    rows = read_rows(copy, "sft_tools", "train")
+    assert rows == tool_sft_rows(scenario_rows, "train", order="listed")
     assert len(rows) == len(scenario_rows) and {r["demonstration"] for r in rows} <= {"listed_open", "listed_closed"}
+    out = capsys.readouterr().out
+    calls = {n: sum(r["calls"] == n for r in rows) for n in range(1, MAX_CALLS + 1)}
+    assert "by calls: " + ", ".join(f"{n}: {k}" for n, k in calls.items() if k) in out
+    assert json.loads((copy / "provenance.json").read_text())["sft_tools"]["settings"]["tool_demo_order"] == "listed"
 
 
 def test_a_row_that_does_not_replay_is_a_build_error_naming_the_board(rows, scenario_rows):
