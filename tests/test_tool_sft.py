@@ -277,7 +277,7 @@ def test_evaluation_boards_never_become_demonstrations(folder, scenario_rows, ca
 def test_the_card_describes_the_config(folder):
     card = (folder / "README.md").read_text()
     assert "config_name: sft_tools" in card and "### `sft_tools`" in card
-    assert "`--tool_demo_order listed`" in card and "`listed_open`" in card  # both orders' rows are described
+    assert "`--tool_demo_order listed`" in card and "listed_open" in card  # both orders' rows are described
 
 
 # --- the training contract -----------------------------------------------------------
