@@ -26,7 +26,7 @@ speed and calls the ghost_ball tool for the angle.
         --results_json docs/results/pilot_tools_smollm2_cpu.json
   dataset    as above (the held-out set: --eval_n boards of seed 0)
   sft_data   builders/build_sft.py --tools: tool-use demonstrations (config sft_tools); --extra_sft_data_args
-             passes more of the builder's flags (e.g. --retry_blocked_share)
+             passes more of the builder's flags (e.g. --tool_demo_order listed)
   sft        training/sft.py with --tools_sft_recipe, --sft_examples of them
   eval_sft   `poolbench eval --tools` of the tool-SFT model (with Random and both Heuristics)
   samples    the tool-SFT model on --sample_n train boards, --samples tool-using conversations each

@@ -71,7 +71,7 @@ class LoopArguments:
     eval_model_args: str = field(default="dtype=float32,enforce_eager=True,kv_cache_gib=8",
                                  metadata={"help": "--model_args of every evaluation (the same for all models)."})
     extra_sft_data_args: str = field(default="", metadata={"help": "More builders/build_sft.py arguments (e.g. "
-                                     "--retry_blocked_share 0.8 with --track tools)."})
+                                     "--tool_demo_order listed with --track tools)."})
     extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
     extra_pairs_args: str = field(default="", metadata={"help": "More builders/build_pairs.py arguments (e.g. "
                                   "--tool_sources tool-on-policy,tool-at-cap for the on-policy pairs alone)."})
