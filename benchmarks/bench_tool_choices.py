@@ -35,12 +35,12 @@ def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
     from poolbench_data.core.records import Shot
     from poolbench_data.core.table import POCKET_IDS
     from poolbench_data.llm.tools import ball_report, tool_answer
-    from poolbench_data.prefs.tool_sft import played
+    from poolbench_data.prefs.tool_sft import listed_own, played
     from poolbench_data.protocol.prompts import format_action
 
     c = Counter()
     for s in scenarios:
-        reports = [ball_report(s, b.id) for b in s.own()]
+        reports = [ball_report(s, b) for b in listed_own(s)]
         c["boards"] += 1
         c["an open own shot"] += any(r["open"] for r in reports)
         c[f"open in the first {max_calls} own balls listed"] += any(r["open"] for r in reports[:max_calls])
@@ -53,15 +53,15 @@ def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
             x = opens[0]
             m = played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=8.0, target_ball=ball,
                                              target_pocket=x["pocket"]), s))[1]
-            best_first = _best(s, [(ball, x["pocket"], x["potting_point_aim_angle_deg"]) for x in opens])
+            best_clean = _best(s, [(ball, x["pocket"], x["potting_point_aim_angle_deg"]) for x in opens])[1]
         else:
             kick = next(((r["target_ball"], r["kick"]) for r in reports[:max_calls] if r.get("kick")), None)
             m = kick and played(s, format_action(Shot(phi=kick[1]["aim_angle_deg"], V0=8.0, target_ball=kick[0],
                                                       target_pocket=kick[1]["pocket"]), s))[1]
-            best_first = (bool(m and m.legal_contact), bool(m and m.clean_pot))
+            best_clean = bool(m and m.clean_pot)
         c["listed order, first open shot (else kick) at 8 m/s: legal contact"] += bool(m and m.legal_contact)
         c["listed order, first open shot (else kick) at 8 m/s: clean pot"] += bool(m and m.clean_pot)
-        c["listed order, best shot of the first open ball: clean pot"] += best_first[1]
+        c["listed order, best shot of the first open ball: clean pot"] += best_clean
         best = _best(s, [(r["target_ball"], shot["pocket"], shot["potting_point_aim_angle_deg"])
                          for r in reports for shot in r["shots"]])
         c["legal contact, best shot of a ball's report"] += best[0]
@@ -135,7 +135,7 @@ def choices(eval_dir: Path, boards: dict) -> dict[str, Counter]:
     kicks, those where an own ball the thread had not called has an open shot."""
     from poolbench_data.llm.tools import ball_report
     from poolbench_data.players.diagnostics import angular_error
-    from poolbench_data.prefs.tool_sft import played
+    from poolbench_data.prefs.tool_sft import listed_own, played
 
     out = {k: Counter() for k in (*KINDS, "every shot")}
     every = out["every shot"]
@@ -155,7 +155,7 @@ def choices(eval_dir: Path, boards: dict) -> dict[str, Counter]:
             own_open = [b.id for b in s.own() if ball_report(s, b.id)["open"]]
             every["boards with an open own ball"] += bool(own_open)
             every["first call open"] += str(t["calls"][0]["arguments"].get("target_ball")) in own_open
-            every["lowest-numbered own ball open"] += bool(own_open) and s.own()[0].id in own_open
+            every["lowest-numbered own ball open"] += bool(own_open) and listed_own(s)[0] in own_open
         if kind == "open":
             shown = [(answer["target_ball"], x["pocket"], x["potting_point_aim_angle_deg"])
                      for x in answer.get("shots", [answer]) if x["open"]]

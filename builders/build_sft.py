@@ -58,8 +58,10 @@ def build(args: ScriptArguments) -> None:
     for flag in ("retry_blocked_share", "at_cap_no_pot_share"):
         if not 0 <= getattr(args, flag) <= 1:
             raise UserError(f"--{flag} {getattr(args, flag)}: a share of boards; give a value from 0 to 1")
-    if args.tool_demo_order not in ("oracle", "listed"):
-        raise UserError(f"--tool_demo_order {args.tool_demo_order!r}: give oracle or listed")
+    from poolbench_data.prefs.tool_sft import DEMO_ORDERS
+
+    if args.tool_demo_order not in DEMO_ORDERS:
+        raise UserError(f"--tool_demo_order {args.tool_demo_order!r}: give one of {', '.join(DEMO_ORDERS)}")
     if args.split in EVAL_SPLITS:
         raise UserError(f"--split {args.split}: demonstrations from the evaluation boards would leak them into "
                         f"training; use --split train")

@@ -239,6 +239,8 @@ def test_the_demonstration_order_is_a_builder_choice(folder, scenario_rows, caps
     assert build_sft.main(["--dataset_dir", str(folder), "--tools", "--tool_demo_order", "nearest"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--tool_demo_order" in err and len(err.splitlines()) == 1
+    with pytest.raises(ValueError, match="nearest"):  # the library refuses it too, never a silent default
+        tool_sft_rows(scenario_rows, "train", order="nearest")
     copy = shutil.copytree(folder, tmp_path / "poolbench")  # the module's folder keeps the default rows
     assert build_sft.main(["--dataset_dir", str(copy), "--tools", "--tool_demo_order", "listed"]) == 0
     rows = read_rows(copy, "sft_tools", "train")

@@ -65,6 +65,7 @@ AT_CAP_SHARE = 0.5
 # (`no_pot_demo`). At 1 with tool v3 (kicks) the tool-SFT model made 177 legal contacts on 200 held-out boards,
 # 155 with v1 (docs/training.md, eleventh session).
 NO_POT_SHARE = 1.0
+DEMO_ORDERS = ("oracle", "listed")  # tool_demo's search (the Oracle's choice first), or listed_demo's procedure
 OUTCOMES = ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot")
 # The tool's aim the demonstrations copy: the potting point pots 64.3% of the clear shots tried against the
 # centre's 43.6% (llm.tools.ghost_ball).
@@ -288,8 +289,8 @@ def listed_demo(scenario: Scenario, seed: int, error_share: float = RETRY_ERROR_
     for ball in listed_own(scenario)[:MAX_CALLS - len(mistakes)]:
         calls.append((ball, None))
         if clear(tool_answer(scenario, ball, None)):
-            answer, shot, m = best_of(scenario, [(ball, p, r[AIM_FIELD]) for b, p, r in shown(scenario, calls[-1:])
-                                                  if b == ball and clear(r)])
+            answer, shot, m = best_of(scenario, [(ball, p, r[AIM_FIELD]) for _, p, r in shown(scenario, [(ball, None)])
+                                                  if clear(r)])
             return ToolDemo(scenario, (*mistakes, *calls), len(mistakes), answer, shot, m, "listed_open")
     at_cap = cap_answer(scenario, calls)  # None: no own ball, or none that any report shows an aim for
     return None if at_cap is None else ToolDemo(scenario, (*mistakes, *calls), len(mistakes), *at_cap,
@@ -308,6 +309,8 @@ def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress
     where it has none), in board order; each verified. `order` "listed": every board's `listed_demo` instead."""
     from tqdm.auto import tqdm
 
+    if order not in DEMO_ORDERS:
+        raise ValueError(f"order {order!r}: give one of {', '.join(DEMO_ORDERS)}")
     if split in EVAL_SPLITS:
         raise ValueError(f"split {split!r} holds the evaluation boards; demonstrations come from train splits only")
     rows = []
