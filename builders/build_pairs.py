@@ -46,6 +46,10 @@ class ScriptArguments(PushArguments):
         "help": "With --tool_eval_dir: keep only tool-on-policy pairs whose sides' physics levels (foul, legal "
                 "contact, legal pot) differ by at least this much (1: never two fouls or two pots ranked by the "
                 "fine score's aim and target bonuses; 0: every pair whose fine scores differ)."})
+    tool_robust: bool = field(default=False, metadata={
+        "help": "With --tool_eval_dir: keep only tool-on-policy pairs whose chosen side also plays better on "
+                "average, by a quarter of a level, over its action replayed with the aim +-0.1 degrees and the "
+                "speed +-0.5 m/s (9 simulations a sample; prefs.robust): one simulated outcome is a noisy label."})
 
 
 def build(args: ScriptArguments) -> None:
@@ -126,7 +130,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
         raise UserError(f"--tool_eval_dir {src}: {len(foreign)} boards are not in {folder} split {args.split!r} "
                         f"(e.g. {foreign[0]!r}); run the eval with the split's --seed and --n")
     try:
-        found = tool_pairs(scenarios, threads, traces, sources, args.tool_min_level_gap)
+        found = tool_pairs(scenarios, threads, traces, sources, args.tool_min_level_gap, args.tool_robust)
     except ThreadMismatch as exc:
         raise UserError(f"--tool_eval_dir {src}: {exc}") from None
     pairs = balance_kinds(found)
@@ -136,7 +140,8 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
                         "higher --temperature")
     counts = write_config(folder, "pairs_tools", {args.split: pairs}, "pairs_tools",
                           provenance(split=args.split, sources=sources, tool_eval_dir=str(src.resolve()),
-                                     threads=len(threads), min_level_gap=args.tool_min_level_gap))
+                                     threads=len(threads), min_level_gap=args.tool_min_level_gap,
+                                     robust=args.tool_robust))
     turns = {k: sum(p["turn"] == k for p in pairs) for k in sorted({p["turn"] for p in pairs})}
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}
     # A set whose chosen side is always a call (or always an answer) teaches the turn type, not the condition:

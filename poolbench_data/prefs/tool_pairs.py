@@ -1,13 +1,11 @@
 """On-policy preference pairs for the tool track (the `pairs_tools` config).
 
-Input: `poolbench eval --tools --samples k` on train boards. Each (board,
-sample) thread is the model's own conversation: its turns (tool_calls.jsonl,
-`turns` + `final_response`), the tool's answers (recomputed, and checked
-against the recorded ones), its final action scored by the simulator
-(llm_traces.jsonl). Per board, every two samples whose `pairs.fine_score`
-differ, the better against the worse (best against worst only gave one pair a
-board, 60 from 60 boards; both sides of every such pair are the model's own
-words, so the supervised term falls on what it already writes).
+Input: `poolbench eval --tools --samples k` on train boards. Each (board, sample) thread is the model's own
+conversation: its turns (tool_calls.jsonl, `turns` + `final_response`), the tool's answers (recomputed, and
+checked against the recorded ones), its final action scored by the simulator (llm_traces.jsonl). Per board, every
+two samples whose `pairs.fine_score` differ, the better against the worse (best against worst only gave one pair
+a board, 60 from 60 boards; both sides are the model's own words, so the supervised term falls on what it already
+writes); with `robust`, only where the better also plays better on average around its action (`prefs.robust`).
 
 The pair is the first turn where the two threads' decisions part: a call's
 (ball, pocket), or an answer's (ball, aim, speed), the parts of the action the
@@ -43,15 +41,12 @@ with the tool's aim) is chosen over that call. These threads never enter
 on-policy pairs (their answer did not parse), so nothing else teaches the cap;
 the model's SFT wrote such a call on 59 of 200 held-out shots.
 
-`tool-cap-answer`, its mirror (not a default: DPO's clean pots 111 -> 95 with
-it, docs/training.md): the action at the cap after a closed report over a call. From
-each thread that answered after such a report: where it was at the cap, its
-own answer (or `cap_answer`'s, where that scores higher); where calls were
-left, its conversation continued with calls for own balls the tool reports
-blocked until none are left, then `cap_answer`. The rejected side is a call
-for an own ball not yet called (read at the cap as the action: no shot).
-Recovery pairs teach "call after a blocked report" where calls are left;
-with them alone, DPO's model wrote a fourth call on 29 of 200 shots.
+`tool-cap-answer`, its mirror (not a default: DPO's clean pots 111 -> 95 with it, docs/training.md): the
+action at the cap after a closed report over a call. From each thread that answered after such a report: at the
+cap, its own answer (or `cap_answer`'s, where that scores higher); where calls were left, its conversation
+continued with calls for own balls the tool reports blocked until none are left, then `cap_answer`. The rejected
+side is a call for an own ball not yet called (read at the cap as the action: no shot). Recovery pairs teach
+"call after a blocked report" where calls are left; with them alone, DPO's model wrote a fourth call on 29 of 200.
 
 Whatever the sources, the builder keeps `balance_kinds`: of the pairs whose
 two sides differ in kind (a call against an answer) at most
@@ -72,6 +67,7 @@ from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
 from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, chosen_kind, turn_kinds
 from poolbench_data.prefs.pairs import _pair, answered, fine_score, physics_score
+from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
 from poolbench_data.prefs.tool_sft import AIM_FIELD, blocked_calls, call_text, cap_answer, clear, find_pot, shown
 from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import format_action, messages
@@ -180,11 +176,12 @@ def _at_cap(row: dict, scenario: Scenario, samples: list) -> list[dict]:
 
 
 def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping],
-               sources: Sequence[str] = TOOL_SOURCES, min_level_gap: int = 0) -> list[dict]:
+               sources: Sequence[str] = TOOL_SOURCES, min_level_gap: int = 0, robust: bool = False) -> list[dict]:
     """The pairs of `sources`, board by board (module docstring). A thread whose last tool result said
     `calls_left` 0 was at the eval's cap: a recovery call is never taught where the evaluator would not run it.
     `min_level_gap`: on-policy pairs whose sides' physics levels (`pairs.physics_score`: foul, legal contact,
-    legal pot) differ by at least this much; 0 keeps every pair whose fine scores differ (two fouls included)."""
+    legal pot) differ by at least this much; 0 keeps every pair whose fine scores differ (two fouls included).
+    `robust`: on-policy pairs whose chosen side also leads by `robust.MIN_MARGIN` in `robust.robust_score`."""
     unknown = [x for x in sources if x not in TOOL_SOURCES]
     if unknown:
         raise ValueError(f"unknown tool pair source(s) {unknown}; available: {', '.join(TOOL_SOURCES)}")
@@ -204,7 +201,7 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
         out += _at_cap(row, scenario, capped.get(row["id"], []))
         for player, samples in sorted(grouped.get(row["id"], {}).items()):
             if SOURCE in sources:
-                out += _on_policy(row, scenario, player, samples, min_level_gap)
+                out += _on_policy(row, scenario, player, samples, min_level_gap, robust)
             if RECOVERY in sources:
                 by_source[RECOVERY] += _recoveries(row, scenario, samples)
             if ANSWER in sources:
@@ -230,18 +227,23 @@ def balance_kinds(pairs: list[dict], max_share: float = MAX_TURN_KIND_SHARE) -> 
     return [p for k, p in enumerate(pairs) if k not in drop]
 
 
-def _on_policy(row: dict, scenario: Scenario, player: str, samples: list, min_level_gap: int = 0) -> list[dict]:
-    """Every two samples that score differently (their levels by at least `min_level_gap`), the better against
-    the worse, at the first turn where their decisions part; one pair per distinct (prompt, chosen, rejected)."""
+def _on_policy(row: dict, scenario: Scenario, player: str, samples: list, min_level_gap: int = 0,
+               robust: bool = False) -> list[dict]:
+    """Every two samples that score differently (their levels by at least `min_level_gap`; with `robust`, the
+    better also by `robust.MIN_MARGIN` in `robust_score`), the better against the worse, at the first turn where
+    their decisions part; one pair per distinct (prompt, chosen, rejected)."""
     out, seen = [], set()
     convs = [thread_messages(scenario, thread) for thread, _ in samples]
     scores = [fine_score(trace) for _, trace in samples]
     levels = [physics_score(trace) for _, trace in samples]
+    steady = [robust_score(scenario, trace) for _, trace in samples] if robust else None
     decided = [decisions(*sample) for sample in samples]
     for i, j in ((i, j) for i in range(len(samples)) for j in range(i + 1, len(samples))):
         if scores[i] == scores[j] or abs(levels[i] - levels[j]) < min_level_gap:
             continue
         b, w = (i, j) if scores[i] > scores[j] else (j, i)
+        if steady and steady[b] - steady[w] < MIN_MARGIN:  # the outcome did not hold up under the jitter
+            continue
         db, dw = decided[b], decided[w]
         turn = next((k for k, (x, y) in enumerate(zip(db, dw)) if x != y), None)
         if turn is None:  # same choices, different wording: no preference about play
