@@ -354,3 +354,51 @@ def test_a_stopped_loop_stops_its_stage_and_what_the_stage_started(tmp_path):
     while not _gone(grandchild) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _gone(grandchild)
+
+
+def test_a_resumed_loop_refuses_outputs_another_command_built(tmp_path, capsys):
+    """A stage is skipped where its output exists, but only where the same command built it from the same inputs
+    (training.stamps): a loop resumed with other pair flags once trained DPO on the old pairs without a word."""
+    from poolbench_data.core.errors import UserError
+
+    loop = _loop()
+
+    def runner(**flags):
+        r = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path), samples=4, **flags))
+        r.ran = []
+
+        def run(cmd):  # the stage's output, as its command would leave it
+            r.ran.append(cmd)
+            if "builders/build_pairs.py" in cmd:
+                (r.data / "data" / "pairs_tools").mkdir(parents=True)
+            else:
+                (tmp_path / "samples").mkdir()
+                (tmp_path / "samples" / "llm_traces.jsonl").touch()
+
+        r.run = run
+        return r
+
+    first = runner(extra_pairs_args="--tool_min_level_gap 1")
+    first.samples(), first.pairs(), first.pairs(), first.samples()
+    assert [c[1] for c in first.ran] == ["-m", "builders/build_pairs.py"]  # each ran once, then skipped
+    again = runner(extra_pairs_args="--tool_min_level_gap 1")
+    again.samples(), again.pairs()
+    assert again.ran == []  # the same command from the same inputs: resumed
+    with pytest.raises(UserError, match=r"stage pairs: .*pairs_tools is not what this run would build \(built with "
+                                        r"--tool_min_level_gap 1, this run gives --tool_robust\)"):
+        runner(extra_pairs_args="--tool_robust").pairs()
+    with pytest.raises(UserError, match=r"stage eval_samples: .*temperature was 0\.8, now 1\.0"):
+        runner(extra_pairs_args="--tool_min_level_gap 1", temperature=1.0).samples()
+    first.stamps.record("eval_samples", {"rebuilt": True}, ("sft", "dataset"))  # the samples built again
+    with pytest.raises(UserError, match=r"stage pairs: .*\(its input\(s\) eval_samples were rebuilt since\)"):
+        runner(extra_pairs_args="--tool_min_level_gap 1").pairs()
+    for stamp in (tmp_path / "stamps").iterdir():  # outputs from before stamps were kept (or by hand): used
+        stamp.unlink()
+    unstamped = runner(extra_pairs_args="--tool_robust")
+    unstamped.pairs()
+    assert unstamped.ran == []
+    # Through the command: one line, exit 2, before the stage runs.
+    first.stamps.record("pairs", ["builders/build_pairs.py", "--other"], ("eval_samples", "dataset"))
+    assert loop.main(["--track", "tools", "--work_dir", str(tmp_path), "--stages", "pairs"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: stage pairs: ") and len(err.splitlines()) == 1 and "Traceback" not in err

@@ -459,3 +459,55 @@ def test_the_builder_trims_call_against_answer_pairs_to_the_dpo_checks_share(sam
     assert [p for p in mixed if p in kept] == kept  # order kept, nothing added
     dropped = [p for p in mixed if p not in kept]
     assert max(p["margin"] for p in dropped) <= min(p["margin"] for p in kept if p["source"] == "tool-recovery")
+
+
+def test_robust_scores_average_the_physics_over_the_jitter_grid(sampled):
+    from poolbench_data.core.scoring import physics_score
+    from poolbench_data.core.vocab import V0_RANGE
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.play import play_shot
+    from poolbench_data.prefs.robust import AIM_JITTER, SPEED_JITTER, jittered, robust_score
+
+    shot = Shot(phi=359.95, V0=8.0, b=0.25, target_ball="3", target_pocket="lb")
+    grid = jittered(shot)
+    assert len(grid) == 9 and shot in grid
+    assert {round(s.phi, 6) for s in grid} == {round(359.95 - AIM_JITTER, 6), 359.95, round(0.05, 6)}
+    assert {s.V0 for s in grid} == {8.0 - SPEED_JITTER, 8.0, 8.0 + SPEED_JITTER}
+    assert {(s.b, s.target_ball, s.target_pocket) for s in grid} == {(0.25, "3", "lb")}
+    top = jittered(Shot(phi=10.0, V0=V0_RANGE[1]))  # never past the protocol's range: the grid narrows
+    assert len(top) == 6 and max(s.V0 for s in top) == V0_RANGE[1]
+
+    root, _ = sampled
+    row = read_rows(root, "scenarios", "train")[0]
+    s, oracle = Scenario.from_row(row), Shot.from_row(row["oracle_shot"])
+    want = sum(physics_score(play_shot(s, x, player="p", kind="llm").metrics) for x in jittered(oracle)) / 9
+    assert robust_score(s, {"action": oracle.to_row()}) == pytest.approx(want)
+    assert robust_score(s, {"action": None}) == 0.0  # never fired
+
+
+def test_robust_pairs_keep_only_choices_better_on_average(sampled, monkeypatch, capsys):
+    import poolbench_data.prefs.tool_pairs as tp
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+    from poolbench_data.prefs.robust import MIN_MARGIN
+
+    root, out = sampled
+    scenarios = read_rows(root, "scenarios", "train")
+    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    every = tp.tool_pairs(scenarios, threads, traces)
+    robust = tp.tool_pairs(scenarios, threads, traces, robust=True)
+    assert 0 < len([p for p in robust if p["source"] == tp.SOURCE]) < len([p for p in every if p["source"] == tp.SOURCE])
+    others = [p for p in every if p["source"] != tp.SOURCE]
+    assert [p for p in every if p in robust] == robust and [p for p in robust if p["source"] != tp.SOURCE] == others
+    # The filter reads robust_score: level scores that agree with the outcome keep every pair, flat ones none.
+    seen = []
+    monkeypatch.setattr(tp, "robust_score", lambda s, trace: seen.append(trace) or 3.0)
+    assert tp.tool_pairs(scenarios, threads, traces, robust=True) == others and seen
+    monkeypatch.setattr(tp, "robust_score", lambda s, trace: tp.fine_score(trace) * MIN_MARGIN / 1e-7)  # any gap
+    assert tp.tool_pairs(scenarios, threads, traces, robust=True) == every
+    monkeypatch.undo()
+    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_robust"]) == 0
+    provenance = json.loads((root / "provenance.json").read_text())
+    assert provenance["pairs_tools"]["settings"]["robust"] is True
+    built = tp.tool_pairs(scenarios, threads, traces, build_pairs.ScriptArguments.tool_sources.split(","), robust=True)
+    assert f"{len(tp.balance_kinds(built))} pairs" in capsys.readouterr().out

@@ -7,7 +7,8 @@
 
 Stages (each a command you can also run by hand; outputs under --work_dir; a
 stage whose output exists is skipped, so an interrupted loop resumes, and
---stages runs a subset):
+--stages runs a subset; an output that another command, or other inputs,
+built is refused in one line: WORK_DIR/stamps records what built each):
   before    `poolbench eval` of the starting model on the held-out test boards (seed 0)
   dataset   builders/build_dataset.py: test split + a train split from --train_seed (Oracle traces)
   sft_data  builders/build_sft.py: Oracle demonstrations from the train split

@@ -19,6 +19,7 @@ from poolbench_data.core.shutdown import stop_group, terminate_as_exit
 from poolbench_data.llm.model import EMBEDDED, resolve_model
 from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
 from poolbench_data.training.extra_args import check_script_args, words
+from poolbench_data.training.stamps import Stamps
 
 # The repository whose builders/ and training/ scripts the stages run: this checkout's, by default.
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,6 +131,14 @@ class Loop:
         self.stage = ""
         self.sft_dir = self.work / "sft"
         self.dpo_dir = self.work / "dpo"
+        self.stamps = Stamps(self.work / "stamps")
+
+    def once(self, key: str, output: Path, inputs: tuple[str, ...], cmd: list[str], what=None) -> None:
+        """Run `cmd` unless `output` exists, built by the same command from the same inputs (`Stamps`)."""
+        what = cmd[1:] if what is None else what  # the interpreter's path is the checkout's, not a setting
+        if not self.stamps.done(key, output, what, inputs):
+            self.run(cmd)
+            self.stamps.record(key, what, inputs)
 
     def run(self, cmd: list[str]) -> None:
         """A stage's command, its output kept in WORK_DIR/logs/<stage>.log."""
@@ -138,45 +147,41 @@ class Loop:
         except StageFailed as e:
             raise StageFailed(f"stage {self.stage} failed: {e}") from None
 
-    def evaluate(self, out: Path, **settings) -> None:
+    def evaluate(self, out: Path, inputs: tuple[str, ...], **settings) -> None:
         """`poolbench eval` in its own process (the engine's memory goes with it), handed a config file
-        (WORK_DIR/configs/<folder>.yaml), not a string of flags."""
+        (WORK_DIR/configs/<folder>.yaml), not a string of flags; skipped where OUT holds its traces."""
+        from dataclasses import asdict
+
         from poolbench_data.evaluation.config import EvalConfig, write_yaml
 
         config = EvalConfig(out=str(out), model_args=self.a.eval_model_args, quiet=True, **settings)
         path = self.work / "configs" / f"{out.name}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         write_yaml(config, path)
-        self.run(self.cli + ["eval", "--config", str(path)])
+        self.once(f"eval_{out.name}", out / "llm_traces.jsonl", inputs, self.cli + ["eval", "--config", str(path)],
+                  what=json.loads(json.dumps(asdict(config), default=str)))
 
-    def eval(self, name: str, model: str | None, tools: bool | None = None) -> None:
-        out = self.work / name
-        if (out / "llm_traces.jsonl").exists():
-            return
+    def eval(self, name: str, model: str | None, tools: bool | None = None, made_by: tuple[str, ...] = ()) -> None:
         tools = self.tools if tools is None else tools
         # The tool track is measured against both Heuristics (issue 20's goal: the pot-point one).
-        self.evaluate(out, model=model, n=self.a.eval_n, name=name, tools=tools,
+        self.evaluate(self.work / name, made_by, model=model, n=self.a.eval_n, name=name, tools=tools,
                       **({"baselines": TOOL_BASELINES} if self.tools else {}))
 
     def before(self):
         self.eval("before", self.a.model)
 
     def dataset(self):
-        if not (self.data / "README.md").exists():
-            self.run([self.py, "builders/build_dataset.py", "--output_dir", str(self.data),
-                      "--eval_n", str(self.a.eval_n), "--train_n", str(self.a.train_n),
-                      "--train_seed", str(self.a.train_seed), "--players", "oracle"])
+        self.once("dataset", self.data / "README.md", (), [
+            self.py, "builders/build_dataset.py", "--output_dir", str(self.data), "--eval_n", str(self.a.eval_n),
+            "--train_n", str(self.a.train_n), "--train_seed", str(self.a.train_seed), "--players", "oracle"])
 
     def sft_data(self):
         config = "sft_tools" if self.tools else "sft"
-        if not (self.data / "data" / config).exists():
-            self.run([self.py, "builders/build_sft.py", "--dataset_dir", str(self.data),
-                      *(["--tools"] if self.tools else []), *words(self.a.extra_sft_data_args,
-                                                                    "--extra_sft_data_args")])
+        self.once("sft_data", self.data / "data" / config, ("dataset",), [
+            self.py, "builders/build_sft.py", "--dataset_dir", str(self.data), *(["--tools"] if self.tools else []),
+            *words(self.a.extra_sft_data_args, "--extra_sft_data_args")])
 
     def sft(self):
-        if (self.sft_dir / "merged").exists():
-            return
         # Examples and optimizer steps convert by the rows a step (batch x accumulation, on one process).
         per_step = 1
         for key in ("per_device_train_batch_size", "gradient_accumulation_steps"):
@@ -186,40 +191,40 @@ class Loop:
         if self.a.sft_eval_every:
             extra += ["--save_strategy", "steps", "--save_steps", str(max(1, self.a.sft_eval_every // per_step)),
                       "--save_total_limit", "100"]
-        self.run([self.py, "training/sft.py", "--config", self.sft_recipe, "--dataset_name", str(self.data),
-                  "--output_dir", str(self.sft_dir), "--num_train_epochs", str(self.a.sft_epochs), *extra,
-                  "--model_name_or_path", self.a.model, *words(self.a.extra_sft_args, "--extra_sft_args")])
+        self.once("sft", self.sft_dir / "merged", ("sft_data",), [
+            self.py, "training/sft.py", "--config", self.sft_recipe, "--dataset_name", str(self.data), "--output_dir",
+            str(self.sft_dir), "--num_train_epochs", str(self.a.sft_epochs), *extra, "--model_name_or_path",
+            self.a.model, *words(self.a.extra_sft_args, "--extra_sft_args")])
 
     def scaling(self):
         """Each SFT checkpoint on the test boards, named by the examples it has seen."""
         final = examples_seen(self.sft_dir) if (self.sft_dir / "trainer_state.json").exists() else None
         for ckpt in sorted(self.sft_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
             if examples_seen(ckpt) != final:  # the last checkpoint is the final model, evaluated as `sft`
-                self.eval(f"sft-{examples_seen(ckpt)}", str(servable(ckpt)))
-        self.eval("sft", str(self.sft_dir / "merged"))
+                self.eval(f"sft-{examples_seen(ckpt)}", str(servable(ckpt)), made_by=("sft",))
+        self.eval("sft", str(self.sft_dir / "merged"), made_by=("sft",))
 
     def samples(self):
         out = self.work / "samples"
-        if (out / "llm_traces.jsonl").exists():
-            return
         # The tool track's pairs are built from the conversations in OUT (tool_calls.jsonl), not the dataset's traces.
         where = {"tools": True} if self.tools else {"split": "train", "dataset_dir": str(self.data)}
-        self.evaluate(out, model=str(self.sft_dir / "merged"), n=self.a.sample_n, seed=self.a.train_seed,
-                      samples=self.a.samples, temperature=self.a.temperature, name="policy", boards=0, **where)
+        self.evaluate(out, ("sft", "dataset"), model=str(self.sft_dir / "merged"), n=self.a.sample_n,
+                      seed=self.a.train_seed, samples=self.a.samples, temperature=self.a.temperature, name="policy",
+                      boards=0, **where)
 
     def pairs(self):
         config = "pairs_tools" if self.tools else "pairs"
-        if not (self.data / "data" / config).exists():
-            self.run([self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data),
-                      *(["--tool_eval_dir", str(self.work / "samples")] if self.tools else []),
-                      *words(self.a.extra_pairs_args, "--extra_pairs_args")])
+        self.once("pairs", self.data / "data" / config, ("eval_samples", "dataset"), [
+            self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data),
+            *(["--tool_eval_dir", str(self.work / "samples")] if self.tools else []),
+            *words(self.a.extra_pairs_args, "--extra_pairs_args")])
 
     def dpo(self):
-        if not (self.dpo_dir / "merged").exists():
-            steps = ["--max_steps", str(self.a.dpo_steps)] if self.a.dpo_steps else []
-            self.run([self.py, "training/dpo.py", "--config", self.dpo_recipe, "--dataset_name", str(self.data),
-                      "--output_dir", str(self.dpo_dir), *steps, "--model_name_or_path",
-                      str(self.sft_dir / "merged"), *words(self.a.extra_dpo_args, "--extra_dpo_args")])
+        steps = ["--max_steps", str(self.a.dpo_steps)] if self.a.dpo_steps else []
+        self.once("dpo", self.dpo_dir / "merged", ("pairs", "sft"), [
+            self.py, "training/dpo.py", "--config", self.dpo_recipe, "--dataset_name", str(self.data), "--output_dir",
+            str(self.dpo_dir), *steps, "--model_name_or_path", str(self.sft_dir / "merged"),
+            *words(self.a.extra_dpo_args, "--extra_dpo_args")])
 
     def after(self):
         if self.a.after_model == "sft" and (self.sft_dir / "llm_traces.jsonl").exists():
@@ -230,24 +235,25 @@ class Loop:
             for name in ("summary.json", "results.json", "report.txt", "llm_traces.jsonl"):  # traces last: "done"
                 shutil.copy2(self.sft_dir / name, self.work / "after" / name)
             return
-        self.eval("after", str((self.dpo_dir if self.a.after_model == "dpo" else self.sft_dir) / "merged"))
+        self.eval("after", str((self.dpo_dir if self.a.after_model == "dpo" else self.sft_dir) / "merged"),
+                  made_by=(self.a.after_model,))
 
     # --- the tool track ---
 
     def eval_sft(self):
-        self.eval("sft", str(self.sft_dir / "merged"))
+        self.eval("sft", str(self.sft_dir / "merged"), made_by=("sft",))
 
     def eval_dpo(self):
-        self.eval("dpo", str(self.dpo_dir / "merged"))
+        self.eval("dpo", str(self.dpo_dir / "merged"), made_by=("dpo",))
 
     def grpo(self):
-        if not (self.grpo_dir / "merged").exists():
-            self.run([self.py, "training/grpo.py", "--config", self.a.grpo_recipe, "--dataset_name", str(self.data),
-                      "--output_dir", str(self.grpo_dir), "--max_steps", str(self.a.grpo_steps), "--model_name_or_path",
-                      str(self.sft_dir / "merged"), *words(self.a.extra_grpo_args, "--extra_grpo_args")])
+        self.once("grpo", self.grpo_dir / "merged", ("sft", "dataset"), [
+            self.py, "training/grpo.py", "--config", self.a.grpo_recipe, "--dataset_name", str(self.data),
+            "--output_dir", str(self.grpo_dir), "--max_steps", str(self.a.grpo_steps), "--model_name_or_path",
+            str(self.sft_dir / "merged"), *words(self.a.extra_grpo_args, "--extra_grpo_args")])
 
     def eval_grpo(self):
-        self.eval("grpo", str(self.grpo_dir / "merged"))
+        self.eval("grpo", str(self.grpo_dir / "merged"), made_by=("grpo",))
 
     def free_text(self):
         if self.a.free_text_model:
