@@ -50,6 +50,10 @@ class ScriptArguments(PushArguments):
         "help": "With --tool_eval_dir: keep only tool-on-policy pairs whose chosen side also plays better on "
                 "average, by a quarter of a level, over its action replayed with the aim +-0.1 degrees and the "
                 "speed +-0.5 m/s (9 simulations a sample; prefs.robust): one simulated outcome is a noisy label."})
+    tool_same_kind: bool = field(default=False, metadata={
+        "help": "With --tool_eval_dir: leave out tool-on-policy pairs that set a call against an answer (the "
+                "call's side is scored by one sampled continuation); the recovery and answer-now sources still "
+                "teach when to call (prefs.tool_kinds)."})
 
 
 def build(args: ScriptArguments) -> None:
@@ -112,7 +116,8 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     from poolbench_data.core.errors import UserError
     from poolbench_data.hub.update import write_config
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.tool_pairs import ThreadMismatch, balance_kinds, tool_pairs
+    from poolbench_data.prefs.tool_kinds import balance_kinds, same_kind
+    from poolbench_data.prefs.tool_pairs import ThreadMismatch, tool_pairs
     from poolbench_data.report.provenance import provenance
 
     src = Path(args.tool_eval_dir)
@@ -133,7 +138,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
         found = tool_pairs(scenarios, threads, traces, sources, args.tool_min_level_gap, args.tool_robust)
     except ThreadMismatch as exc:
         raise UserError(f"--tool_eval_dir {src}: {exc}") from None
-    pairs = balance_kinds(found)
+    pairs = balance_kinds(same_kind(found) if args.tool_same_kind else found)
     if not pairs:
         raise UserError(f"no pairs from {len(threads)} threads in {src} (no board's samples differed in a choice "
                         f"and in score); {folder} is unchanged. Sample more answers a board (--samples) at a "
@@ -141,7 +146,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     counts = write_config(folder, "pairs_tools", {args.split: pairs}, "pairs_tools",
                           provenance(split=args.split, sources=sources, tool_eval_dir=str(src.resolve()),
                                      threads=len(threads), min_level_gap=args.tool_min_level_gap,
-                                     robust=args.tool_robust))
+                                     robust=args.tool_robust, same_kind=args.tool_same_kind))
     turns = {k: sum(p["turn"] == k for p in pairs) for k in sorted({p["turn"] for p in pairs})}
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}
     # A set whose chosen side is always a call (or always an answer) teaches the turn type, not the condition:

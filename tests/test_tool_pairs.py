@@ -444,7 +444,8 @@ def test_the_builder_trims_call_against_answer_pairs_to_the_dpo_checks_share(sam
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
     from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, turn_kinds
-    from poolbench_data.prefs.tool_pairs import balance_kinds, tool_pairs
+    from poolbench_data.prefs.tool_kinds import balance_kinds
+    from poolbench_data.prefs.tool_pairs import tool_pairs
 
     root, out = sampled
     scenarios = read_rows(root, "scenarios", "train")
@@ -488,6 +489,7 @@ def test_robust_scores_average_the_physics_over_the_jitter_grid(sampled):
 def test_robust_pairs_keep_only_choices_better_on_average(sampled, monkeypatch, capsys):
     import poolbench_data.prefs.tool_pairs as tp
     from poolbench_data.hub.folder import read_rows
+    from poolbench_data.prefs.tool_kinds import balance_kinds
     from poolbench_data.players.traces import load_traces
     from poolbench_data.prefs.robust import MIN_MARGIN
 
@@ -496,7 +498,8 @@ def test_robust_pairs_keep_only_choices_better_on_average(sampled, monkeypatch, 
     threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
     every = tp.tool_pairs(scenarios, threads, traces)
     robust = tp.tool_pairs(scenarios, threads, traces, robust=True)
-    assert 0 < len([p for p in robust if p["source"] == tp.SOURCE]) < len([p for p in every if p["source"] == tp.SOURCE])
+    on_policy = [sum(p["source"] == tp.SOURCE for p in found) for found in (robust, every)]
+    assert 0 < on_policy[0] < on_policy[1]  # the soft answers' pots do not all hold up under the jitter
     others = [p for p in every if p["source"] != tp.SOURCE]
     assert [p for p in every if p in robust] == robust and [p for p in robust if p["source"] != tp.SOURCE] == others
     # The filter reads robust_score: level scores that agree with the outcome keep every pair, flat ones none.
@@ -510,4 +513,32 @@ def test_robust_pairs_keep_only_choices_better_on_average(sampled, monkeypatch, 
     provenance = json.loads((root / "provenance.json").read_text())
     assert provenance["pairs_tools"]["settings"]["robust"] is True
     built = tp.tool_pairs(scenarios, threads, traces, build_pairs.ScriptArguments.tool_sources.split(","), robust=True)
-    assert f"{len(tp.balance_kinds(built))} pairs" in capsys.readouterr().out
+    assert f"{len(balance_kinds(built))} pairs" in capsys.readouterr().out
+
+
+def test_same_kind_leaves_out_on_policy_calls_set_against_answers(sampled, capsys):
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+    from poolbench_data.prefs.tool_kinds import balance_kinds, same_kind
+    from poolbench_data.prefs.tool_pairs import ANSWER, RECOVERY, SOURCE, tool_pairs
+
+    root, out = sampled
+    row = read_rows(root, "scenarios", "train")[0]
+    s, oracle = Scenario.from_row(row), Shot.from_row(row["oracle_shot"])
+    call, answer = call_text(oracle.target_ball), format_action(oracle, s)
+
+    def pair(source, chosen, rejected):
+        return {"source": source, "chosen": [{"role": "assistant", "content": chosen}],
+                "rejected": [{"role": "assistant", "content": rejected}]}
+
+    rows = [pair(SOURCE, call, answer), pair(SOURCE, answer, answer), pair(RECOVERY, call, answer),
+            pair(SOURCE, answer, call), pair(SOURCE, call, call), pair(ANSWER, answer, call)]
+    assert same_kind(rows) == [rows[k] for k in (1, 2, 4, 5)]  # on-policy call-vs-answer out, order kept
+    # The scripted samples part at a call's pocket or an answer's speed, never at a call against an answer.
+    scenarios = read_rows(root, "scenarios", "train")
+    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    every = tool_pairs(scenarios, threads, traces, build_pairs.ScriptArguments.tool_sources.split(","))
+    assert same_kind(every) == every
+    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_same_kind"]) == 0
+    assert f"{len(balance_kinds(every))} pairs" in capsys.readouterr().out
+    assert json.loads((root / "provenance.json").read_text())["pairs_tools"]["settings"]["same_kind"] is True

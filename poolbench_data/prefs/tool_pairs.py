@@ -48,7 +48,7 @@ continued with calls for own balls the tool reports blocked until none are left,
 side is a call for an own ball not yet called (read at the cap as the action: no shot). Recovery pairs teach
 "call after a blocked report" where calls are left; with them alone, DPO's model wrote a fourth call on 29 of 200.
 
-Whatever the sources, the builder keeps `balance_kinds`: of the pairs whose
+Whatever the sources, the builder keeps `tool_kinds.balance_kinds`: of the pairs whose
 two sides differ in kind (a call against an answer) at most
 `check.MAX_TURN_KIND_SHARE` choose the same kind (the smallest physics
 margins of the larger kind are dropped): DPO on a set that mostly chose the
@@ -65,7 +65,6 @@ from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.llm.tools import TOOL_VERSION, UNRECORDED_VERSION, call_of, tool_calls, turn_result, with_tool_note
 from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
-from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, chosen_kind, turn_kinds
 from poolbench_data.prefs.pairs import _pair, answered, fine_score, physics_score
 from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
 from poolbench_data.prefs.tool_sft import AIM_FIELD, blocked_calls, call_text, cap_answer, clear, find_pot, shown
@@ -212,19 +211,6 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
         n = min(map(len, by_source.values()))
         by_source = {k: v[:n] for k, v in by_source.items()}
     return out + by_source[RECOVERY] + by_source[ANSWER]
-
-
-def balance_kinds(pairs: list[dict], max_share: float = MAX_TURN_KIND_SHARE) -> list[dict]:
-    """`pairs` less the fewest of the larger kind (call or answer chosen over the other), smallest margins
-    first, for that kind to be at most `max_share` of the pairs whose sides differ in kind; order kept."""
-    counts = turn_kinds(pairs)
-    kind = max(counts, key=counts.get)
-    keep = int(max_share * counts[min(counts, key=counts.get)] / (1 - max_share)) if max_share < 1 else counts[kind]
-    if counts[kind] <= keep:
-        return pairs
-    of_kind = [k for k, p in enumerate(pairs) if chosen_kind(p) == kind]
-    drop = set(sorted(of_kind, key=lambda k: (pairs[k]["margin"], -k))[:counts[kind] - keep])
-    return [p for k, p in enumerate(pairs) if k not in drop]
 
 
 def _on_policy(row: dict, scenario: Scenario, player: str, samples: list, min_level_gap: int = 0,
