@@ -7,7 +7,8 @@ potting-point aim, each of the Oracle's speeds) is a legal contact or a clean po
 best among what the tool shows, no more. On boards with no open own shot, the same for the one-cushion kicks
 the reports show (the first own ball's, and any own ball's). And the listed procedure (`build_sft.py
 --tool_demo_order listed`): own balls called by number until a report is open, its first open shot written at
-8 m/s (else the first kick shown), and the best of that ball's open shots at the Oracle's speeds.
+8 m/s (else the first kick shown), and the best of that ball's open shots at the Oracle's speeds. With --speeds,
+that first open shot at each speed from 3 to 12 m/s.
 
 With --eval_dir, an `eval --tools` run's shots (tool_calls.jsonl), each answer matched to the shot of its
 conversation whose aim it wrote, replayed as the evaluator plays it: answers to an open shot, to a shot that
@@ -17,6 +18,7 @@ ball had an open shot (against the lowest-numbered own ball's).
 
     python benchmarks/bench_tool_choices.py --n 200
     python benchmarks/bench_tool_choices.py --n 200 --eval_dir W/eval_sft --eval_dir W/eval_dpo
+    python benchmarks/bench_tool_choices.py --n 600 --seed 1 --no_simulate --speeds   # which speed, on train boards
 """
 
 from __future__ import annotations
@@ -79,6 +81,38 @@ def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
             c["no open own shot: first own ball's kick clean"] += first[1]
             c["no open own shot: some own ball's kick legal"] += any_kick[0]
             c["no open own shot: some own ball's kick clean"] += any_kick[1]
+    return c
+
+
+SPEED_GRID = (3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0)
+
+
+def speeds(scenarios, max_calls: int) -> Counter:
+    """The listed procedure's first open shot, on the boards where it finds one, written at each speed of
+    SPEED_GRID: clean pots at each; across the Oracle's three speeds, boards clean at all, at none, at some; the
+    misses at 8 m/s that potted the ball and scratched."""
+    from poolbench_data.core.records import Shot
+    from poolbench_data.llm.tools import ball_report
+    from poolbench_data.players.baselines import ORACLE_SPEEDS
+    from poolbench_data.prefs.tool_sft import listed_own, played
+    from poolbench_data.protocol.prompts import format_action
+
+    c = Counter()
+    for s in scenarios:
+        first_open = next((r for r in (ball_report(s, b) for b in listed_own(s)[:max_calls]) if r["open"]), None)
+        if first_open is None:
+            continue
+        x = next(x for x in first_open["shots"] if x["open"])
+        c["boards where the listed procedure finds an open shot"] += 1
+        clean, scratched = {}, {}
+        for v in SPEED_GRID:
+            m = played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=first_open[
+                "target_ball"], target_pocket=x["pocket"]), s))[1]
+            clean[v], scratched[v] = m.clean_pot, m.own_potted and "scratch" in m.foul_reasons
+            c[f"first open shot at {v:g} m/s: clean pot"] += m.clean_pot
+        c["first open shot at 8 m/s: potted and scratched"] += scratched[8.0]
+        hits = sum(clean[v] for v in ORACLE_SPEEDS)
+        c["clean at all of 8, 10, 12 m/s" if hits == 3 else "clean at none" if hits == 0 else "clean at some"] += 1
     return c
 
 
@@ -172,9 +206,19 @@ def main(argv=None) -> int:
     p.add_argument("--n", type=int, default=200, help="the first N held-out boards (seed 0)")
     p.add_argument("--eval_dir", action="append", default=[], help="an `eval --tools` output folder (repeatable)")
     p.add_argument("--no_simulate", action="store_true", help="geometry only: skip the simulated ceiling")
+    p.add_argument("--speeds", action="store_true", help="also the listed procedure's first open shot at each "
+                   "speed from 3 to 12 m/s (SPEED_GRID)")
+    p.add_argument("--seed", type=int, default=0, help="the boards' base seed: 0, the held-out boards (needed with "
+                   "--eval_dir); 1, the pilot's train boards")
     a = p.parse_args(argv)
     if a.n < 1:
         print("error: --n must be >= 1", file=sys.stderr)
+        return 2
+    if a.seed < 0:
+        print(f"error: --seed must be >= 0 (got {a.seed})", file=sys.stderr)
+        return 2
+    if a.eval_dir and a.seed != 0:
+        print("error: --eval_dir reads shots on the held-out boards; leave --seed at 0 with it", file=sys.stderr)
         return 2
     for d in a.eval_dir:
         if not (Path(d) / "tool_calls.jsonl").is_file():
@@ -183,10 +227,13 @@ def main(argv=None) -> int:
     from poolbench_data.boards.generate import generate
     from poolbench_data.llm.tools import MAX_CALLS
 
-    scenarios = generate(a.n)
-    print(f"data: the first {a.n} held-out boards (seed 0), generated")
+    scenarios = generate(a.n, base_seed=a.seed)
+    print(f"data: the first {a.n} " + ("held-out boards (seed 0)" if a.seed == 0 else f"boards of seed {a.seed}")
+          + ", generated")
     for k, v in ceiling(scenarios, MAX_CALLS, simulate=not a.no_simulate).items():
         print(f"{k:44}{v:>6}")
+    for k, v in (speeds(scenarios, MAX_CALLS) if a.speeds else {}).items():
+        print(f"{k:56}{v:>6}")
     boards = {s.id: s for s in scenarios}
     for d in a.eval_dir:
         print(f"\n{d}\n{'answer':22}{'shots':>8}{'legal contact':>15}{'clean pot':>11}{'best open shown':>17}")

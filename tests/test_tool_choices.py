@@ -120,3 +120,26 @@ def test_the_ceiling_counts_what_the_tool_shows():
         expected = (any(m.legal_contact for m in outcomes) or any(m.clean_pot for m in outcomes),
                     any(m.clean_pot for m in outcomes))
         assert bench._best(s, [(r["target_ball"], shot["pocket"], shot["potting_point_aim_angle_deg"])]) == expected
+
+
+def test_the_first_open_shot_at_each_speed(capsys):
+    from poolbench_data.llm.tools import ball_report
+    from poolbench_data.prefs.tool_sft import listed_own
+
+    three = BOARDS[:3]
+    c = bench.speeds(three, MAX_CALLS)
+    found = [s for s in three if any(ball_report(s, b)["open"] for b in listed_own(s)[:MAX_CALLS])]
+    assert c["boards where the listed procedure finds an open shot"] == len(found) > 0
+    assert c["clean at all of 8, 10, 12 m/s"] + c["clean at none"] + c["clean at some"] == len(found)
+    s = found[0]
+    r = next(r for b in listed_own(s)[:MAX_CALLS] for r in [ball_report(s, b)] if r["open"])
+    x = next(x for x in r["shots"] if x["open"])
+    at = {v: played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=r["target_ball"],
+                                          target_pocket=x["pocket"]), s))[1].clean_pot for v in bench.SPEED_GRID}
+    one = bench.speeds([s], MAX_CALLS)
+    assert all(one[f"first open shot at {v:g} m/s: clean pot"] == at[v] for v in bench.SPEED_GRID)
+    assert one["clean at all of 8, 10, 12 m/s"] == all(at[v] for v in ORACLE_SPEEDS)
+    for argv, flag in ((["--seed", "-1"], "--seed"), (["--seed", "1", "--eval_dir", "x"], "--eval_dir")):
+        assert bench.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"error: {flag}") and len(err.splitlines()) == 1

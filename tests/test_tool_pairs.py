@@ -499,7 +499,7 @@ def test_robust_pairs_keep_only_choices_better_on_average(sampled, monkeypatch, 
     every = tp.tool_pairs(scenarios, threads, traces)
     robust = tp.tool_pairs(scenarios, threads, traces, robust=True)
     on_policy = [sum(p["source"] == tp.SOURCE for p in found) for found in (robust, every)]
-    assert 0 < on_policy[0] < on_policy[1]  # the soft answers' pots do not all hold up under the jitter
+    assert 0 < on_policy[0] < on_policy[1]  # some outcomes do not hold up under the jitter
     others = [p for p in every if p["source"] != tp.SOURCE]
     assert [p for p in every if p in robust] == robust and [p for p in robust if p["source"] != tp.SOURCE] == others
     # The filter reads robust_score: level scores that agree with the outcome keep every pair, flat ones none.

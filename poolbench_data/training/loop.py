@@ -75,7 +75,8 @@ class LoopArguments:
                                      "--tool_demo_order listed with --track tools)."})
     extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
     extra_pairs_args: str = field(default="", metadata={"help": "More builders/build_pairs.py arguments (e.g. "
-                                  "--tool_sources tool-on-policy,tool-at-cap for the on-policy pairs alone)."})
+                                  "--tool_sources tool-on-policy,tool-at-cap for the on-policy pairs alone; one "
+                                  "flag alone takes '=': --extra_pairs_args=--tool_robust)."})
     extra_dpo_args: str = field(default="", metadata={"help": "More training/dpo.py arguments."})
     extra_grpo_args: str = field(default="", metadata={"help": "More training/grpo.py arguments (--track tools)."})
     results_json: str = field(default="", metadata={"help": "Also write the before/after JSON here."})
