@@ -97,7 +97,10 @@ def speeds(scenarios, max_calls: int) -> Counter:
     from poolbench_data.prefs.tool_sft import listed_own, played
     from poolbench_data.protocol.prompts import format_action
 
-    c = Counter()
+    c = Counter(dict.fromkeys(["boards where the listed procedure finds an open shot",
+                               *(f"first open shot at {v:g} m/s: clean pot" for v in SPEED_GRID),
+                               "first open shot at 8 m/s: potted and scratched", "clean at all of 8, 10, 12 m/s",
+                               "clean at none", "clean at some"], 0))  # printed in this order
     for s in scenarios:
         first_open = next((r for r in (ball_report(s, b) for b in listed_own(s)[:max_calls]) if r["open"]), None)
         if first_open is None:
