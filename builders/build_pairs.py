@@ -138,7 +138,8 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
         found = tool_pairs(scenarios, threads, traces, sources, args.tool_min_level_gap, args.tool_robust)
     except ThreadMismatch as exc:
         raise UserError(f"--tool_eval_dir {src}: {exc}") from None
-    pairs = balance_kinds(same_kind(found) if args.tool_same_kind else found)
+    kept = same_kind(found) if args.tool_same_kind else found
+    pairs = balance_kinds(kept)
     if not pairs:
         raise UserError(f"no pairs from {len(threads)} threads in {src} (no board's samples differed in a choice "
                         f"and in score); {folder} is unchanged. Sample more answers a board (--samples) at a "
@@ -153,7 +154,9 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     # the recovery source alone made a model that never answered (docs/training.md).
     kinds = {side: {k: sum(p[f"{side}_decision"].startswith(k) for p in pairs) for k in ("call", "answer")}
              for side in ("chosen", "rejected")}
-    trimmed = f", {len(found) - len(pairs)} trimmed to balance the turn kinds" if len(found) > len(pairs) else ""
+    trimmed = (f", {len(found) - len(kept)} on-policy calls against answers left out" if len(found) > len(kept)
+               else "") + (f", {len(kept) - len(pairs)} trimmed to balance the turn kinds" if len(kept) > len(pairs)
+                           else "")
     print(f"pairs_tools/{args.split}: {counts[args.split]} pairs {by} (by turn: {turns}; turn kinds {kinds}{trimmed}) "
           f"from {len(threads)} threads on {len({t['scenario_id'] for t in threads})} boards of {src}")
     args.maybe_push(folder)
