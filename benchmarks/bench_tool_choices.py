@@ -48,8 +48,7 @@ def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
         c[f"open in the first {max_calls} own balls listed"] += any(r["open"] for r in reports[:max_calls])
         if not simulate:
             continue
-        # The listed procedure (prefs.tool_sft.listed_demo's calls): own balls by number until a report is open.
-        first_open = next((r for r in reports[:max_calls] if r["open"]), None)
+        first_open = _first_open(reports, max_calls)
         if first_open is not None:
             ball, opens = first_open["target_ball"], [x for x in first_open["shots"] if x["open"]]
             x = opens[0]
@@ -84,6 +83,12 @@ def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
     return c
 
 
+def _first_open(reports, max_calls: int) -> dict | None:
+    """The listed procedure (prefs.tool_sft.listed_demo's calls): own balls by number until a report is open;
+    that report, or None where none of the first `max_calls` is."""
+    return next((r for r in reports[:max_calls] if r["open"]), None)
+
+
 SPEED_GRID = (3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0)
 
 
@@ -102,18 +107,19 @@ def speeds(scenarios, max_calls: int) -> Counter:
                                "first open shot at 8 m/s: potted and scratched", "clean at all of 8, 10, 12 m/s",
                                "clean at none", "clean at some"], 0))  # printed in this order
     for s in scenarios:
-        first_open = next((r for r in (ball_report(s, b) for b in listed_own(s)[:max_calls]) if r["open"]), None)
+        first_open = _first_open([ball_report(s, b) for b in listed_own(s)[:max_calls]], max_calls)
         if first_open is None:
             continue
         x = next(x for x in first_open["shots"] if x["open"])
         c["boards where the listed procedure finds an open shot"] += 1
-        clean, scratched = {}, {}
+        clean = {}
         for v in SPEED_GRID:
             m = played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=first_open[
                 "target_ball"], target_pocket=x["pocket"]), s))[1]
-            clean[v], scratched[v] = m.clean_pot, m.own_potted and "scratch" in m.foul_reasons
+            clean[v] = m.clean_pot
             c[f"first open shot at {v:g} m/s: clean pot"] += m.clean_pot
-        c["first open shot at 8 m/s: potted and scratched"] += scratched[8.0]
+            c["first open shot at 8 m/s: potted and scratched"] += v == 8.0 and m.own_potted and "scratch" in (
+                m.foul_reasons)
         hits = sum(clean[v] for v in ORACLE_SPEEDS)
         c["clean at all of 8, 10, 12 m/s" if hits == 3 else "clean at none" if hits == 0 else "clean at some"] += 1
     return c

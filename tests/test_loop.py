@@ -389,6 +389,7 @@ def test_a_resumed_loop_refuses_outputs_another_command_built(tmp_path, capsys):
         runner(extra_pairs_args="--tool_robust").pairs()
     with pytest.raises(UserError, match=r"stage eval_samples: .*temperature was 0\.8, now 1\.0"):
         runner(extra_pairs_args="--tool_min_level_gap 1", temperature=1.0).samples()
+    assert "temperature: 1.0" not in (tmp_path / "configs" / "samples.yaml").read_text()  # still what built it
     first.stamps.record("eval_samples", {"rebuilt": True}, ("sft", "dataset"))  # the samples built again
     with pytest.raises(UserError, match=r"stage pairs: .*\(its input\(s\) eval_samples were rebuilt since\)"):
         runner(extra_pairs_args="--tool_min_level_gap 1").pairs()

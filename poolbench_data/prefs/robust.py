@@ -12,6 +12,7 @@ whose chosen side is better on average, not once, says something about the choic
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.core.scoring import physics_score
@@ -26,9 +27,7 @@ MIN_MARGIN = 0.25  # levels: a pair's robust scores must differ by at least this
 def jittered(shot: Shot) -> list[Shot]:
     """The 9 shots of the grid around `shot`: its aim +-AIM_JITTER x its speed +-SPEED_JITTER (kept in range)."""
     speeds = sorted({min(max(shot.V0 + d, V0_RANGE[0]), V0_RANGE[1]) for d in (-SPEED_JITTER, 0.0, SPEED_JITTER)})
-    return [Shot(phi=(shot.phi + d) % 360.0, V0=v, a=shot.a, b=shot.b, theta=shot.theta,
-                 target_ball=shot.target_ball, target_pocket=shot.target_pocket)
-            for d in (-AIM_JITTER, 0.0, AIM_JITTER) for v in speeds]
+    return [replace(shot, phi=(shot.phi + d) % 360.0, V0=v) for d in (-AIM_JITTER, 0.0, AIM_JITTER) for v in speeds]
 
 
 def robust_score(scenario: Scenario, trace: Mapping) -> float:

@@ -14,6 +14,7 @@ each kind as often, still teach when to call.
 from __future__ import annotations
 
 from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, chosen_kind, turn_kinds
+from poolbench_data.prefs.tool_pairs import SOURCE
 
 
 def balance_kinds(pairs: list[dict], max_share: float = MAX_TURN_KIND_SHARE) -> list[dict]:
@@ -29,6 +30,6 @@ def balance_kinds(pairs: list[dict], max_share: float = MAX_TURN_KIND_SHARE) -> 
     return [p for k, p in enumerate(pairs) if k not in drop]
 
 
-def same_kind(pairs: list[dict], source: str = "tool-on-policy") -> list[dict]:
+def same_kind(pairs: list[dict], source: str = SOURCE) -> list[dict]:
     """`pairs` less those of `source` whose chosen and rejected turns differ in kind; order kept."""
     return [p for p in pairs if p["source"] != source or chosen_kind(p) is None]

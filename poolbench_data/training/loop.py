@@ -128,16 +128,16 @@ class Loop:
         self.data = self.work / "dataset" / "poolbench"
         self.sft_recipe = a.tools_sft_recipe if self.tools else a.sft_recipe
         self.dpo_recipe = a.tools_dpo_recipe if self.tools else a.dpo_recipe
-        self.grpo_dir = self.work / "grpo"
+        self.sft_dir, self.dpo_dir, self.grpo_dir = (self.work / name for name in ("sft", "dpo", "grpo"))
         self.stage = ""
-        self.sft_dir = self.work / "sft"
-        self.dpo_dir = self.work / "dpo"
         self.stamps = Stamps(self.work / "stamps")
 
-    def once(self, key: str, output: Path, inputs: tuple[str, ...], cmd: list[str], what=None) -> None:
-        """Run `cmd` unless `output` exists, built by the same command from the same inputs (`Stamps`)."""
+    def once(self, key: str, output: Path, inputs: tuple[str, ...], cmd: list[str], what=None,
+             prepare=lambda: None) -> None:
+        """Run `cmd`, after `prepare()`, unless `output` exists, built by the same command from the same inputs."""
         what = cmd[1:] if what is None else what  # the interpreter's path is the checkout's, not a setting
         if not self.stamps.done(key, output, what, inputs):
+            prepare()
             self.run(cmd)
             self.stamps.record(key, what, inputs)
 
@@ -152,15 +152,15 @@ class Loop:
         """`poolbench eval` in its own process (the engine's memory goes with it), handed a config file
         (WORK_DIR/configs/<folder>.yaml), not a string of flags; skipped where OUT holds its traces."""
         from dataclasses import asdict
+        from functools import partial
 
         from poolbench_data.evaluation.config import EvalConfig, write_yaml
 
         config = EvalConfig(out=str(out), model_args=self.a.eval_model_args, quiet=True, **settings)
-        path = self.work / "configs" / f"{out.name}.yaml"
+        path = self.work / "configs" / f"{out.name}.yaml"  # written for a run only: it says what built OUT
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_yaml(config, path)
         self.once(f"eval_{out.name}", out / "llm_traces.jsonl", inputs, self.cli + ["eval", "--config", str(path)],
-                  what=json.loads(json.dumps(asdict(config), default=str)))
+                  what=json.loads(json.dumps(asdict(config), default=str)), prepare=partial(write_yaml, config, path))
 
     def eval(self, name: str, model: str | None, tools: bool | None = None, made_by: tuple[str, ...] = ()) -> None:
         tools = self.tools if tools is None else tools
