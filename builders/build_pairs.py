@@ -38,7 +38,9 @@ class ScriptArguments(PushArguments):
                 "its mirror: the model's potting answer after an open tool answer against a further call; "
                 "tool-cap-answer (not a default: being measured): at the cap after a blocked report, the action "
                 "against a further call, the conversation continued with blocked calls to the cap where calls "
-                "were left. With "
+                "were left; tool-speed (not a default: being measured): the model's final answer against the same "
+                "answer at another cue speed, the one that plays better on average over small aim and speed "
+                "errors chosen (prefs.tool_speed; 9 simulations a speed). With "
                 "both of those two, each keeps as many pairs as the other; whatever the sources, the "
                 "call-against-answer pairs are trimmed to prefer either kind at most 3 times in 4: "
                 "docs/training.md)."})
@@ -67,10 +69,11 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.report.provenance import provenance
 
     from poolbench_data.prefs.tool_pairs import TOOL_SOURCES
+    from poolbench_data.prefs.tool_speed import SPEED
 
     # Both flags before any work, whichever config is built.
     sources = _sources("--sources", args.sources, SOURCES)
-    tool_sources = _sources("--tool_sources", args.tool_sources, TOOL_SOURCES)
+    tool_sources = _sources("--tool_sources", args.tool_sources, (*TOOL_SOURCES, SPEED))
     if not 0 <= args.tool_min_level_gap <= 3:
         raise UserError(f"--tool_min_level_gap must be 0, 1, 2 or 3 (levels: unparseable 0, foul 1, legal contact "
                         f"2, legal pot 3); got {args.tool_min_level_gap}")
@@ -118,6 +121,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     from poolbench_data.players.traces import load_traces
     from poolbench_data.prefs.tool_kinds import balance_kinds, same_kind
     from poolbench_data.prefs.tool_pairs import ThreadMismatch, tool_pairs
+    from poolbench_data.prefs.tool_speed import SPEED, speed_pairs
     from poolbench_data.report.provenance import provenance
 
     src = Path(args.tool_eval_dir)
@@ -135,11 +139,13 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
         raise UserError(f"--tool_eval_dir {src}: {len(foreign)} boards are not in {folder} split {args.split!r} "
                         f"(e.g. {foreign[0]!r}); run the eval with the split's --seed and --n")
     try:
-        found = tool_pairs(scenarios, threads, traces, sources, args.tool_min_level_gap, args.tool_robust)
+        found = tool_pairs(scenarios, threads, traces, [s for s in sources if s != SPEED], args.tool_min_level_gap,
+                           args.tool_robust)
+        speeds = speed_pairs(scenarios, threads, traces) if SPEED in sources else []
     except ThreadMismatch as exc:
         raise UserError(f"--tool_eval_dir {src}: {exc}") from None
     kept = same_kind(found) if args.tool_same_kind else found
-    pairs = balance_kinds(kept)
+    pairs = [{"chosen_robust": None, "rejected_robust": None, **p} for p in balance_kinds(kept) + speeds]
     if not pairs:
         raise UserError(f"no pairs from {len(threads)} threads in {src} (no board's samples differed in a choice "
                         f"and in score); {folder} is unchanged. Sample more answers a board (--samples) at a "
@@ -155,8 +161,12 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     kinds = {side: {k: sum(p[f"{side}_decision"].startswith(k) for p in pairs) for k in ("call", "answer")}
              for side in ("chosen", "rejected")}
     trimmed = (f", {len(found) - len(kept)} on-policy calls against answers left out" if len(found) > len(kept)
-               else "") + (f", {len(kept) - len(pairs)} trimmed to balance the turn kinds" if len(kept) > len(pairs)
+               else "") + (f", {n} trimmed to balance the turn kinds" if (n := len(kept) + len(speeds) - len(pairs))
                            else "")
+    if speeds:  # which way the physics moved the speed: DPO follows the balance of these
+        slower = sum(float(p["chosen_decision"].split()[-1]) < float(p["rejected_decision"].split()[-1])
+                     for p in speeds)
+        trimmed += f"; {SPEED}: the slower side chosen in {slower} of {len(speeds)}"
     print(f"pairs_tools/{args.split}: {counts[args.split]} pairs {by} (by turn: {turns}; turn kinds {kinds}{trimmed}) "
           f"from {len(threads)} threads on {len({t['scenario_id'] for t in threads})} boards of {src}")
     args.maybe_push(folder)

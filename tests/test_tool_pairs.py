@@ -542,3 +542,65 @@ def test_same_kind_leaves_out_on_policy_calls_set_against_answers(sampled, capsy
     assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_same_kind"]) == 0
     assert f"{len(balance_kinds(every))} pairs" in capsys.readouterr().out
     assert json.loads((root / "provenance.json").read_text())["pairs_tools"]["settings"]["same_kind"] is True
+
+
+def test_with_speed_rewrites_only_the_cue_speed():
+    from poolbench_data.prefs.tool_speed import with_speed
+
+    answer = '{"target_ball": "2", "target_pocket": [0.1, 0.2], "aim_angle_deg": 348.1, "cue_speed": 8.0}'
+    assert json.loads(with_speed(answer, 5.0)) == {**json.loads(answer), "cue_speed": 5.0}
+    assert [with_speed(a, 5.0) for a in ("no idea", "[8.0]", '{"aim_angle_deg": 1.0}')] == [None] * 3
+
+
+def _speed(p: dict, side: str) -> float:
+    return json.loads(p[side][0]["content"])["cue_speed"]
+
+
+def test_speed_pairs_hold_the_answer_and_let_the_physics_pick_the_speed(sampled, monkeypatch):
+    import poolbench_data.prefs.tool_speed as ts
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+    from poolbench_data.prefs.robust import MIN_MARGIN
+
+    root, out = sampled
+    scenarios = read_rows(root, "scenarios", "train")[:2]
+    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    answers = {t["final_response"]: t for t in threads if t["scenario_id"] in {s["id"] for s in scenarios}
+               and t["final_response"].startswith("{")}  # distinct answers; "no idea" never enters a pair
+    found = ts.speed_pairs(scenarios, threads, traces)
+    assert found and {p["source"] for p in found} == {ts.SPEED} and len(found) <= len(answers)
+    for p in found:
+        chosen, rejected = (json.loads(p[side][0]["content"]) for side in ("chosen", "rejected"))
+        assert {**chosen, "cue_speed": 0} == {**rejected, "cue_speed": 0}  # only the speed differs
+        own = [side for side in ("chosen", "rejected") if p[side][0]["content"] in answers]
+        assert len(own) == 1 and p[f"{'rejected' if own == ['chosen'] else 'chosen'}_model"] == ts.EDIT
+        assert _speed(p, "chosen" if own == ["rejected"] else "rejected") in ts.SPEEDS
+        assert p["chosen_robust"] - p["rejected_robust"] >= MIN_MARGIN and p["prompt"][-1]["role"] == "tool"
+    # The side chosen is the one robust_score prefers, the model's own speed or the other; flat scores: no pair.
+    monkeypatch.setattr(ts, "robust_score", lambda s, trace: -trace["action"]["V0"])
+    slower = ts.speed_pairs(scenarios, threads, traces)
+    assert len(slower) == len(answers) and all(_speed(p, "chosen") < _speed(p, "rejected") for p in slower)
+    assert any(p["chosen_model"] != ts.EDIT for p in slower) and any(p["chosen_model"] == ts.EDIT for p in slower)
+    assert slower == ts.speed_pairs(scenarios, threads, traces)  # the other speed's draw is seeded
+    monkeypatch.setattr(ts, "robust_score", lambda s, trace: trace["action"]["V0"])
+    assert all(_speed(p, "chosen") > _speed(p, "rejected") for p in ts.speed_pairs(scenarios, threads, traces))
+    monkeypatch.setattr(ts, "robust_score", lambda s, trace: 1.0)
+    assert ts.speed_pairs(scenarios, threads, traces) == []
+
+
+def test_builder_writes_speed_pairs_beside_the_others(sampled, monkeypatch, capsys):
+    import poolbench_data.prefs.tool_speed as ts
+    from poolbench_data.hub.folder import read_rows
+
+    root, out = sampled
+    monkeypatch.setattr(ts, "robust_score", lambda s, trace: -trace["action"]["V0"])  # slower is better
+    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
+                             "tool-on-policy,tool-speed"]) == 0
+    rows = read_rows(root, "pairs_tools", "train")
+    speeds = [p for p in rows if p["source"] == ts.SPEED]
+    assert speeds and all(p["chosen_robust"] is not None for p in speeds)
+    assert all(p["chosen_robust"] is None for p in rows if p["source"] != ts.SPEED)
+    assert f"tool-speed: the slower side chosen in {len(speeds)} of {len(speeds)}" in capsys.readouterr().out
+    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
+                             "tool-speeds"]) == 2  # a misspelt source names the flag and the choices
+    assert "--tool_sources 'tool-speeds'" in capsys.readouterr().err

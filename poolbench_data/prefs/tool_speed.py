@@ -1,0 +1,95 @@
+"""`tool-speed` pairs: how hard to hit, labelled by outcomes that survive execution noise.
+
+The tool-SFT model writes its shot at 8 m/s (193 of 193 answers of the listed run, docs/training.md, twelfth
+session): the demonstrations write the first of the Oracle's speeds that pots. The simulator says speed matters:
+the listed procedure's open shot on 600 train boards was a clean pot at 3..12 m/s on 351 342 359 338 333 328 304
+303 of 471 (thirteenth session), mostly because a slower cue ball runs less far after contact and scratches less,
+partly by chance. A `tool-speed` pair holds everything else fixed: the model's own final answer against the same
+JSON with another `cue_speed` of SPEEDS, the one with the higher `robust.robust_score` chosen (by at least
+`robust.MIN_MARGIN`), whichever side that is. Pairs for the model's speed as well as against it, so DPO moves the
+speed only as far as the physics does on average; one pair per distinct answer, its other speed drawn (seeded by
+the board and sample) among those that differ robustly, so the set stays the size of the others and unbiased.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from poolbench_data.boards.splits import SplitLeakError, leak_problem
+from poolbench_data.core.records import Scenario
+from poolbench_data.prefs.pairs import _pair
+from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
+from poolbench_data.prefs.tool_pairs import _described, _played_row, _threads, decisions, thread_messages
+
+SPEED = "tool-speed"
+EDIT = "speed_edit"  # the model name of the side that is the model's answer with another speed written in
+SPEEDS = (4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0)  # m/s: the bench's range of clean pots, within V0_RANGE
+
+
+def with_speed(answer: str, speed: float) -> str | None:
+    """`answer` (the protocol's JSON action) with its `cue_speed` set to `speed`, every other field as written;
+    None for an answer that is not one JSON object with a cue speed."""
+    try:
+        action = json.loads(answer)
+    except ValueError:
+        return None
+    if not isinstance(action, dict) or "cue_speed" not in action:
+        return None
+    return json.dumps({**action, "cue_speed": speed})
+
+
+def speed_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping],
+                seed: int = 0) -> list[dict]:
+    """One `tool-speed` pair per distinct final answer of the usable threads (module docstring), board by board;
+    `seed` with the board's seed and the sample's number draws the other speed."""
+    grouped, _ = _threads(threads, traces)
+    out: list[dict] = []
+    for row in scenarios:
+        if leak := leak_problem(row, None, id_key="id"):
+            raise SplitLeakError(f"scenario {row['id']!r}: {leak}; pairs come from train boards")
+        scenario = Scenario.from_row(row) if row["id"] in grouped else None
+        seen: set[tuple] = set()
+        for player, samples in sorted(grouped.get(row["id"], {}).items()):
+            for thread, trace in samples:
+                conv = thread_messages(scenario, thread)
+                key = (json.dumps(conv[:-1]), thread["final_response"])
+                if key in seen:
+                    continue
+                seen.add(key)
+                rng = np.random.default_rng([seed, scenario.seed, thread["sample"]])
+                pair = _speed_pair(row, scenario, conv, thread, trace, rng)
+                if pair is not None:
+                    out.append(pair)
+    return out
+
+
+def _speed_pair(row: dict, scenario: Scenario, conv: list[dict], thread: Mapping, trace: Mapping,
+                rng: np.random.Generator) -> dict | None:
+    own, mine = thread["final_response"], robust_score(scenario, trace)
+    model = trace.get("model") or thread["player"]
+    options = []
+    for speed in SPEEDS:
+        text = with_speed(own, speed)
+        if text is None:
+            return None
+        if speed == trace["action"]["V0"]:
+            continue
+        played = _played_row(row, scenario, text, model)
+        score = robust_score(scenario, played)  # simulates 9 times: the grid around this speed
+        if abs(score - mine) >= MIN_MARGIN:
+            options.append((text, played, score))
+    if not options:
+        return None
+    text, played, score = options[int(rng.integers(len(options)))]
+    ours = (own, trace, mine, decisions(thread, trace)[-1])
+    other = (text, played, score, ("answer", *(played["action"][k] for k in ("target_ball", "phi", "V0"))))
+    other = (*other, EDIT)
+    ours = (*ours, model)
+    chosen, rejected = (other, ours) if score > mine else (ours, other)
+    pair = _pair(row, chosen[0], rejected[0], chosen[1], rejected[1], SPEED, chosen[4], rejected[4],
+                 prompt=conv[:-1])
+    return {**pair, "turn": len(thread["turns"]), "chosen_decision": _described(chosen[3]),
+            "rejected_decision": _described(rejected[3]), "chosen_robust": chosen[2], "rejected_robust": rejected[2]}
