@@ -37,6 +37,7 @@ def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
     from poolbench_data.core.records import Shot
     from poolbench_data.core.table import POCKET_IDS
     from poolbench_data.llm.tools import ball_report, tool_answer
+    from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
     from poolbench_data.prefs.tool_sft import listed_own, played
     from poolbench_data.protocol.prompts import format_action
 
@@ -95,17 +96,21 @@ SPEED_GRID = (3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0)
 def speeds(scenarios, max_calls: int) -> Counter:
     """The listed procedure's first open shot, on the boards where it finds one, written at each speed of
     SPEED_GRID: clean pots at each; across the Oracle's three speeds, boards clean at all, at none, at some; the
-    misses at 8 m/s that potted the ball and scratched."""
+    misses at 8 m/s that potted the ball and scratched; the boards where the shot at 5 m/s plays better on average
+    over the jitter grid than at 8 (`prefs.robust.robust_score`, by MIN_MARGIN), and the reverse: what the
+    `tool-speed` pairs' labels say about slowing down."""
     from poolbench_data.core.records import Shot
     from poolbench_data.llm.tools import ball_report
     from poolbench_data.players.baselines import ORACLE_SPEEDS
+    from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
     from poolbench_data.prefs.tool_sft import listed_own, played
     from poolbench_data.protocol.prompts import format_action
 
     c = Counter(dict.fromkeys(["boards where the listed procedure finds an open shot",
                                *(f"first open shot at {v:g} m/s: clean pot" for v in SPEED_GRID),
                                "first open shot at 8 m/s: potted and scratched", "clean at all of 8, 10, 12 m/s",
-                               "clean at none", "clean at some"], 0))  # printed in this order
+                               "clean at none", "clean at some", "robust level: 5 m/s above 8 m/s",
+                               "robust level: 8 m/s above 5 m/s"], 0))  # printed in this order
     for s in scenarios:
         first_open = _first_open([ball_report(s, b) for b in listed_own(s)[:max_calls]], max_calls)
         if first_open is None:
@@ -122,6 +127,10 @@ def speeds(scenarios, max_calls: int) -> Counter:
                 m.foul_reasons)
         hits = sum(clean[v] for v in ORACLE_SPEEDS)
         c["clean at all of 8, 10, 12 m/s" if hits == 3 else "clean at none" if hits == 0 else "clean at some"] += 1
+        steady = {v: robust_score(s, {"action": Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=first_open[
+            "target_ball"], target_pocket=x["pocket"]).to_row()}) for v in (5.0, 8.0)}
+        c["robust level: 5 m/s above 8 m/s"] += steady[5.0] - steady[8.0] >= MIN_MARGIN
+        c["robust level: 8 m/s above 5 m/s"] += steady[8.0] - steady[5.0] >= MIN_MARGIN
     return c
 
 

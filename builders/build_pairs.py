@@ -52,6 +52,10 @@ class ScriptArguments(PushArguments):
         "help": "With --tool_eval_dir: keep only tool-on-policy pairs whose chosen side also plays better on "
                 "average, by a quarter of a level, over its action replayed with the aim +-0.1 degrees and the "
                 "speed +-0.5 m/s (9 simulations a sample; prefs.robust): one simulated outcome is a noisy label."})
+    tool_speeds: str = field(default="4,5,6,7,8,10,12", metadata={
+        "help": "With --tool_sources tool-speed: comma-separated cue speeds (m/s, within 2-12) the model's answer is "
+                "set against, one drawn per answer among those that play robustly differently (5 alone: the best "
+                "single speed on train boards, docs/benchmarks.md)."})
     tool_same_kind: bool = field(default=False, metadata={
         "help": "With --tool_eval_dir: leave out tool-on-policy pairs that set a call against an answer (the "
                 "call's side is scored by one sampled continuation); the recovery and answer-now sources still "
@@ -77,13 +81,14 @@ def build(args: ScriptArguments) -> None:
     if not 0 <= args.tool_min_level_gap <= 3:
         raise UserError(f"--tool_min_level_gap must be 0, 1, 2 or 3 (levels: unparseable 0, foul 1, legal contact "
                         f"2, legal pot 3); got {args.tool_min_level_gap}")
+    speeds = _speeds(args.tool_speeds)
     if args.split in EVAL_SPLITS:
         raise UserError(f"--split {args.split}: pairs from an evaluation split would train on the evaluation "
                         "boards; use --split train")
     folder = require_dataset(Path(args.dataset_dir))
     scenarios = read_rows(folder, "scenarios", args.split)
     if args.tool_eval_dir:
-        return build_tool_pairs(args, folder, scenarios, tool_sources)
+        return build_tool_pairs(args, folder, scenarios, tool_sources, speeds)
     traces = read_rows(folder, "traces", args.split)
     if not any(t["player_kind"] == "llm" for t in traces):
         raise UserError(f"no LLM traces in {folder} split {args.split!r}; run `poolbench eval --split "
@@ -113,7 +118,23 @@ def _sources(flag: str, value: str, available) -> list[str]:
     return sources
 
 
-def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sources: list[str]) -> None:
+def _speeds(value: str) -> list[float]:
+    """--tool_speeds as floats in the protocol's range; else one UserError naming the flag."""
+    from poolbench_data.core.errors import UserError
+    from poolbench_data.core.vocab import V0_RANGE
+
+    try:
+        speeds = [float(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        speeds = []
+    if not speeds or any(not V0_RANGE[0] <= v <= V0_RANGE[1] for v in speeds):
+        raise UserError(f"--tool_speeds {value!r}: give one or more comma-separated cue speeds in "
+                        f"[{V0_RANGE[0]:g}, {V0_RANGE[1]:g}] m/s, e.g. 5 or 4,5,6")
+    return speeds
+
+
+def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sources: list[str],
+                     speeds: list[float]) -> None:
     from pathlib import Path
 
     from poolbench_data.core.errors import UserError
@@ -141,11 +162,11 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     try:
         found = tool_pairs(scenarios, threads, traces, [s for s in sources if s != SPEED], args.tool_min_level_gap,
                            args.tool_robust)
-        speeds = speed_pairs(scenarios, threads, traces) if SPEED in sources else []
+        by_speed = speed_pairs(scenarios, threads, traces, speeds) if SPEED in sources else []
     except ThreadMismatch as exc:
         raise UserError(f"--tool_eval_dir {src}: {exc}") from None
     kept = same_kind(found) if args.tool_same_kind else found
-    pairs = [{"chosen_robust": None, "rejected_robust": None, **p} for p in balance_kinds(kept) + speeds]
+    pairs = [{"chosen_robust": None, "rejected_robust": None, **p} for p in balance_kinds(kept) + by_speed]
     if not pairs:
         raise UserError(f"no pairs from {len(threads)} threads in {src} (no board's samples differed in a choice "
                         f"and in score); {folder} is unchanged. Sample more answers a board (--samples) at a "
@@ -153,7 +174,8 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     counts = write_config(folder, "pairs_tools", {args.split: pairs}, "pairs_tools",
                           provenance(split=args.split, sources=sources, tool_eval_dir=str(src.resolve()),
                                      threads=len(threads), min_level_gap=args.tool_min_level_gap,
-                                     robust=args.tool_robust, same_kind=args.tool_same_kind))
+                                     robust=args.tool_robust, same_kind=args.tool_same_kind,
+                                     speeds=speeds if SPEED in sources else None))
     turns = {k: sum(p["turn"] == k for p in pairs) for k in sorted({p["turn"] for p in pairs})}
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}
     # A set whose chosen side is always a call (or always an answer) teaches the turn type, not the condition:
@@ -161,12 +183,12 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     kinds = {side: {k: sum(p[f"{side}_decision"].startswith(k) for p in pairs) for k in ("call", "answer")}
              for side in ("chosen", "rejected")}
     trimmed = (f", {len(found) - len(kept)} on-policy calls against answers left out" if len(found) > len(kept)
-               else "") + (f", {n} trimmed to balance the turn kinds" if (n := len(kept) + len(speeds) - len(pairs))
+               else "") + (f", {n} trimmed to balance the turn kinds" if (n := len(kept) + len(by_speed) - len(pairs))
                            else "")
-    if speeds:  # which way the physics moved the speed: DPO follows the balance of these
+    if by_speed:  # which way the physics moved the speed: DPO follows the balance of these
         slower = sum(float(p["chosen_decision"].split()[-1]) < float(p["rejected_decision"].split()[-1])
-                     for p in speeds)
-        trimmed += f"; {SPEED}: the slower side chosen in {slower} of {len(speeds)}"
+                     for p in by_speed)
+        trimmed += f"; {SPEED}: the slower side chosen in {slower} of {len(by_speed)}"
     print(f"pairs_tools/{args.split}: {counts[args.split]} pairs {by} (by turn: {turns}; turn kinds {kinds}{trimmed}) "
           f"from {len(threads)} threads on {len({t['scenario_id'] for t in threads})} boards of {src}")
     args.maybe_push(folder)

@@ -124,6 +124,7 @@ def test_the_ceiling_counts_what_the_tool_shows():
 
 def test_the_first_open_shot_at_each_speed(capsys):
     from poolbench_data.llm.tools import ball_report
+    from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
     from poolbench_data.prefs.tool_sft import listed_own
 
     three = BOARDS[:3]
@@ -139,6 +140,11 @@ def test_the_first_open_shot_at_each_speed(capsys):
     one = bench.speeds([s], MAX_CALLS)
     assert all(one[f"first open shot at {v:g} m/s: clean pot"] == at[v] for v in bench.SPEED_GRID)
     assert one["clean at all of 8, 10, 12 m/s"] == all(at[v] for v in ORACLE_SPEEDS)
+    steady = {v: robust_score(s, {"action": Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=r[
+        "target_ball"], target_pocket=x["pocket"]).to_row()}) for v in (5.0, 8.0)}
+    assert one["robust level: 5 m/s above 8 m/s"] == (steady[5.0] - steady[8.0] >= MIN_MARGIN)
+    assert one["robust level: 8 m/s above 5 m/s"] == (steady[8.0] - steady[5.0] >= MIN_MARGIN)
+    assert c["robust level: 5 m/s above 8 m/s"] + c["robust level: 8 m/s above 5 m/s"] <= len(found)
     for argv, flag in ((["--seed", "-1"], "--seed"), (["--seed", "1", "--eval_dir", "x"], "--eval_dir")):
         assert bench.main(argv) == 2
         err = capsys.readouterr().err.strip()

@@ -584,6 +584,10 @@ def test_speed_pairs_hold_the_answer_and_let_the_physics_pick_the_speed(sampled,
     assert slower == ts.speed_pairs(scenarios, threads, traces)  # the other speed's draw is seeded
     monkeypatch.setattr(ts, "robust_score", lambda s, trace: trace["action"]["V0"])
     assert all(_speed(p, "chosen") > _speed(p, "rejected") for p in ts.speed_pairs(scenarios, threads, traces))
+    five = ts.speed_pairs(scenarios, threads, traces, speeds=(5.0,))
+    assert five and all(5.0 in (_speed(p, "chosen"), _speed(p, "rejected")) for p in five)
+    with pytest.raises(ValueError, match="speeds"):
+        ts.speed_pairs(scenarios, threads, traces, speeds=(13.0,))
     monkeypatch.setattr(ts, "robust_score", lambda s, trace: 1.0)
     assert ts.speed_pairs(scenarios, threads, traces) == []
 
@@ -604,3 +608,13 @@ def test_builder_writes_speed_pairs_beside_the_others(sampled, monkeypatch, caps
     assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
                              "tool-speeds"]) == 2  # a misspelt source names the flag and the choices
     assert "--tool_sources 'tool-speeds'" in capsys.readouterr().err
+    for bad in ("13", "fast", "1.5,5", ""):  # refused before any work, in one line naming the flag
+        assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
+                                 "tool-speed", "--tool_speeds", bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"error: --tool_speeds {bad!r}") and len(err.splitlines()) == 1
+    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources", "tool-speed",
+                             "--tool_speeds", "5"]) == 0
+    assert json.loads((root / "provenance.json").read_text())["pairs_tools"]["settings"]["speeds"] == [5.0]
+    assert {5.0} <= {_speed(p, side) for p in read_rows(root, "pairs_tools", "train") for side in ("chosen",
+                                                                                                   "rejected")}

@@ -20,6 +20,7 @@ import numpy as np
 
 from poolbench_data.boards.splits import SplitLeakError, leak_problem
 from poolbench_data.core.records import Scenario
+from poolbench_data.core.vocab import V0_RANGE
 from poolbench_data.prefs.pairs import _pair
 from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
 from poolbench_data.prefs.tool_pairs import _described, _played_row, _threads, decisions, thread_messages
@@ -42,9 +43,11 @@ def with_speed(answer: str, speed: float) -> str | None:
 
 
 def speed_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping],
-                seed: int = 0) -> list[dict]:
-    """One `tool-speed` pair per distinct final answer of the usable threads (module docstring), board by board;
-    `seed` with the board's seed and the sample's number draws the other speed."""
+                speeds: Sequence[float] = SPEEDS, seed: int = 0) -> list[dict]:
+    """One `tool-speed` pair per distinct final answer of the usable threads (module docstring), board by board,
+    the other side at one of `speeds`; `seed` with the board's seed and the sample's number draws which."""
+    if not speeds or any(not V0_RANGE[0] <= v <= V0_RANGE[1] for v in speeds):
+        raise ValueError(f"speeds must be one or more cue speeds in [{V0_RANGE[0]}, {V0_RANGE[1]}] m/s (got {speeds})")
     grouped, _ = _threads(threads, traces)
     out: list[dict] = []
     for row in scenarios:
@@ -60,18 +63,18 @@ def speed_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: S
                     continue
                 seen.add(key)
                 rng = np.random.default_rng([seed, scenario.seed, thread["sample"]])
-                pair = _speed_pair(row, scenario, conv, thread, trace, rng)
+                pair = _speed_pair(row, scenario, conv, thread, trace, speeds, rng)
                 if pair is not None:
                     out.append(pair)
     return out
 
 
 def _speed_pair(row: dict, scenario: Scenario, conv: list[dict], thread: Mapping, trace: Mapping,
-                rng: np.random.Generator) -> dict | None:
+                speeds: Sequence[float], rng: np.random.Generator) -> dict | None:
     own, mine = thread["final_response"], robust_score(scenario, trace)
     model = trace.get("model") or thread["player"]
     options = []
-    for speed in SPEEDS:
+    for speed in speeds:
         text = with_speed(own, speed)
         if text is None:
             return None
