@@ -565,8 +565,10 @@ def test_speed_pairs_hold_the_answer_and_let_the_physics_pick_the_speed(sampled,
     root, out = sampled
     scenarios = read_rows(root, "scenarios", "train")[:2]
     threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    # distinct answers after an open report ("no idea" never enters a pair; an answer after a closed one neither)
     answers = {t["final_response"]: t for t in threads if t["scenario_id"] in {s["id"] for s in scenarios}
-               and t["final_response"].startswith("{")}  # distinct answers; "no idea" never enters a pair
+               and t["final_response"].startswith("{") and clear(t["calls"][-1]["result"])}
+    assert any(t["final_response"].startswith("{") and not clear(t["calls"][-1]["result"]) for t in threads)
     found = ts.speed_pairs(scenarios, threads, traces)
     assert found and {p["source"] for p in found} == {ts.SPEED} and len(found) <= len(answers)
     for p in found:
@@ -575,7 +577,7 @@ def test_speed_pairs_hold_the_answer_and_let_the_physics_pick_the_speed(sampled,
         own = [side for side in ("chosen", "rejected") if p[side][0]["content"] in answers]
         assert len(own) == 1 and p[f"{'rejected' if own == ['chosen'] else 'chosen'}_model"] == ts.EDIT
         assert _speed(p, "chosen" if own == ["rejected"] else "rejected") in ts.SPEEDS
-        assert p["chosen_robust"] - p["rejected_robust"] >= MIN_MARGIN and p["prompt"][-1]["role"] == "tool"
+        assert p["chosen_robust"] - p["rejected_robust"] >= MIN_MARGIN and clear(json.loads(p["prompt"][-1]["content"]))
     # The side chosen is the one robust_score prefers, the model's own speed or the other; flat scores: no pair.
     monkeypatch.setattr(ts, "robust_score", lambda s, trace: -trace["action"]["V0"])
     slower = ts.speed_pairs(scenarios, threads, traces)

@@ -9,6 +9,11 @@ JSON with another `cue_speed` of SPEEDS, the one with the higher `robust.robust_
 `robust.MIN_MARGIN`), whichever side that is. Pairs for the model's speed as well as against it, so DPO moves the
 speed only as far as the physics does on average; one pair per distinct answer, its other speed drawn (seeded by
 the board and sample) among those that differ robustly, so the set stays the size of the others and unbiased.
+
+Only answers written after a report with an open shot: a pair whose prompt ends in a closed report (with calls
+left or at the cap) trains an answer there, whatever its speed. On 121 pairs from all answers (17 after a closed
+report with calls left, 11 at the cap), DPO from the listed tool-SFT model kept every answer at 8 m/s and
+kicked on 51 boards of 200 against its SFT's 23 (docs/training.md, fourteenth session).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from poolbench_data.core.vocab import V0_RANGE
 from poolbench_data.prefs.pairs import _pair
 from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
 from poolbench_data.prefs.tool_pairs import _described, _played_row, _threads, decisions, thread_messages
+from poolbench_data.prefs.tool_sft import clear
 
 SPEED = "tool-speed"
 EDIT = "speed_edit"  # the model name of the side that is the model's answer with another speed written in
@@ -44,7 +50,7 @@ def with_speed(answer: str, speed: float) -> str | None:
 
 def speed_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping],
                 speeds: Sequence[float] = SPEEDS, seed: int = 0) -> list[dict]:
-    """One `tool-speed` pair per distinct final answer of the usable threads (module docstring), board by board,
+    """One `tool-speed` pair per distinct final answer after an open report (module docstring), board by board,
     the other side at one of `speeds`; `seed` with the board's seed and the sample's number draws which."""
     if not speeds or any(not V0_RANGE[0] <= v <= V0_RANGE[1] for v in speeds):
         raise ValueError(f"speeds must be one or more cue speeds in [{V0_RANGE[0]}, {V0_RANGE[1]}] m/s (got {speeds})")
@@ -57,6 +63,8 @@ def speed_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: S
         seen: set[tuple] = set()
         for player, samples in sorted(grouped.get(row["id"], {}).items()):
             for thread, trace in samples:
+                if not clear(thread["calls"][-1]["result"]):
+                    continue
                 conv = thread_messages(scenario, thread)
                 key = (json.dumps(conv[:-1]), thread["final_response"])
                 if key in seen:
