@@ -40,7 +40,9 @@ class ScriptArguments(PushArguments):
                 "against a further call, the conversation continued with blocked calls to the cap where calls "
                 "were left; tool-speed (not a default: being measured): the model's final answer against the same "
                 "answer at another cue speed, the one that plays better on average over small aim and speed "
-                "errors chosen (prefs.tool_speed; 9 simulations a speed). With "
+                "errors chosen (prefs.tool_speed; 9 simulations a speed); tool-call-again (not a default: being "
+                "measured): after a report with no open shot and calls left, the model's own further call in a "
+                "thread that then potted, against the action the at-cap demonstrations write there. With "
                 "both of those two, each keeps as many pairs as the other; whatever the sources, the "
                 "call-against-answer pairs are trimmed to prefer either kind at most 3 times in 4: "
                 "docs/training.md)."})
@@ -73,11 +75,12 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.report.provenance import provenance
 
     from poolbench_data.prefs.tool_pairs import TOOL_SOURCES
+    from poolbench_data.prefs.tool_call_again import CALL_AGAIN
     from poolbench_data.prefs.tool_speed import SPEED
 
     # Both flags before any work, whichever config is built.
     sources = _sources("--sources", args.sources, SOURCES)
-    tool_sources = _sources("--tool_sources", args.tool_sources, (*TOOL_SOURCES, SPEED))
+    tool_sources = _sources("--tool_sources", args.tool_sources, (*TOOL_SOURCES, SPEED, CALL_AGAIN))
     if not 0 <= args.tool_min_level_gap <= 3:
         raise UserError(f"--tool_min_level_gap must be 0, 1, 2 or 3 (levels: unparseable 0, foul 1, legal contact "
                         f"2, legal pot 3); got {args.tool_min_level_gap}")
@@ -142,6 +145,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     from poolbench_data.players.traces import load_traces
     from poolbench_data.prefs.tool_kinds import balance_kinds, same_kind
     from poolbench_data.prefs.tool_pairs import ThreadMismatch, tool_pairs
+    from poolbench_data.prefs.tool_call_again import CALL_AGAIN, call_again_pairs
     from poolbench_data.prefs.tool_speed import SPEED, speed_pairs
     from poolbench_data.report.provenance import provenance
 
@@ -160,12 +164,13 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
         raise UserError(f"--tool_eval_dir {src}: {len(foreign)} boards are not in {folder} split {args.split!r} "
                         f"(e.g. {foreign[0]!r}); run the eval with the split's --seed and --n")
     try:
-        found = tool_pairs(scenarios, threads, traces, [s for s in sources if s != SPEED], args.tool_min_level_gap,
-                           args.tool_robust)
+        found = tool_pairs(scenarios, threads, traces, [s for s in sources if s not in (SPEED, CALL_AGAIN)],
+                           args.tool_min_level_gap, args.tool_robust)
+        again = call_again_pairs(scenarios, threads, traces) if CALL_AGAIN in sources else []
         by_speed = speed_pairs(scenarios, threads, traces, speeds) if SPEED in sources else []
     except ThreadMismatch as exc:
         raise UserError(f"--tool_eval_dir {src}: {exc}") from None
-    kept = same_kind(found) if args.tool_same_kind else found
+    kept = (same_kind(found) if args.tool_same_kind else found) + again
     pairs = [{"chosen_robust": None, "rejected_robust": None, **p} for p in balance_kinds(kept) + by_speed]
     if not pairs:
         raise UserError(f"no pairs from {len(threads)} threads in {src} (no board's samples differed in a choice "
@@ -182,7 +187,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     # the recovery source alone made a model that never answered (docs/training.md).
     kinds = {side: {k: sum(p[f"{side}_decision"].startswith(k) for p in pairs) for k in ("call", "answer")}
              for side in ("chosen", "rejected")}
-    trimmed = (f", {len(found) - len(kept)} on-policy calls against answers left out" if len(found) > len(kept)
+    trimmed = (f", {n} on-policy calls against answers left out" if (n := len(found) + len(again) - len(kept))
                else "") + (f", {n} trimmed to balance the turn kinds" if (n := len(kept) + len(by_speed) - len(pairs))
                            else "")
     if by_speed:  # which way the physics moved the speed: DPO follows the balance of these

@@ -620,3 +620,70 @@ def test_builder_writes_speed_pairs_beside_the_others(sampled, monkeypatch, caps
     assert json.loads((root / "provenance.json").read_text())["pairs_tools"]["settings"]["speeds"] == [5.0]
     assert {5.0} <= {_speed(p, side) for p in read_rows(root, "pairs_tools", "train") for side in ("chosen",
                                                                                                    "rejected")}
+
+
+def _called_twice(row: dict, final_speed: float | None = None) -> tuple[dict, dict] | None:
+    """A thread on `row` that calls a closed own ball, then an open one, then writes that report's first open shot
+    (at the first of 8, 10, 12, 5 m/s that pots legally, or at `final_speed`), and its trace; None where the
+    board has no closed and open own ball or no such pot."""
+    from poolbench_data.llm.tools import call_of
+    from poolbench_data.prefs.pairs import physics_score
+    from poolbench_data.prefs.tool_pairs import _played_row
+
+    s = Scenario.from_row(row)
+    closed = [b.id for b in s.own() if not clear(tool_answer(s, b.id, None))]
+    opened = [b.id for b in s.own() if clear(tool_answer(s, b.id, None))]
+    if not closed or not opened:
+        return None
+    calls = [{"arguments": {"target_ball": b}, "result": turn_result(s, call_of(b), MAX_CALLS - 1 - k)}
+             for k, b in enumerate((closed[0], opened[0]))]
+    shot = next(x for x in calls[1]["result"]["shots"] if x["open"])
+    for speed in (final_speed,) if final_speed else (8.0, 10.0, 12.0, 5.0):
+        final = format_action(Shot(phi=shot["potting_point_aim_angle_deg"], V0=speed, target_ball=opened[0],
+                                   target_pocket=shot["pocket"]), s)
+        trace = _played_row(row, s, final, "m")
+        if final_speed or physics_score(trace) >= 3:
+            thread = {"scenario_id": s.id, "player": trace["player"], "sample": trace["sample"],
+                      "request_failed": False, "calls": calls, "turns": [call_text(closed[0]), call_text(opened[0])],
+                      "final_response": final, "tool_version": TOOL_VERSION}
+            return thread, trace
+    return None
+
+
+def test_call_again_pairs_prefer_the_further_call_where_calls_are_left(sampled):
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.prefs.pairs import fine_score, physics_score
+    from poolbench_data.prefs.tool_call_again import ANSWER_NOW, CALL_AGAIN, call_again_pairs
+    from poolbench_data.prefs.tool_pairs import _played_row
+    from poolbench_data.prefs.tool_sft import cap_answer
+
+    root, _ = sampled
+    made = 0
+    for row in read_rows(root, "scenarios", "train"):
+        if (two := _called_twice(row)) is None:
+            continue
+        thread, trace = two
+        s = Scenario.from_row(row)
+        now = cap_answer(s, [(thread["calls"][0]["arguments"]["target_ball"], None)])
+        found = call_again_pairs([row], [thread], [trace])
+        if fine_score(_played_row(row, s, now[0], ANSWER_NOW)) >= fine_score(trace):
+            assert found == []  # answering at once would have done as well: no preference
+            continue
+        made += 1
+        (p,) = found
+        assert p["source"] == CALL_AGAIN and p["turn"] == 1 and p["rejected_model"] == ANSWER_NOW
+        assert p["chosen"][0]["content"] == thread["turns"][1] and p["rejected"][0]["content"] == now[0]
+        last = json.loads(p["prompt"][-1]["content"])
+        assert not clear(last) and last["calls_left"] > 0 and p["chosen_score"] > p["rejected_score"]
+        assert call_again_pairs([row], [thread, {**thread, "sample": 1}], [trace, {**trace, "sample": 1}]) == found
+        soft, played = _called_twice(row, final_speed=2.0)  # the same calls, then a soft shot
+        if physics_score(played) < 3:  # it did not pot: the call earned nothing
+            assert call_again_pairs([row], [soft], [played]) == []
+    assert made > 0
+
+
+def test_builder_takes_call_again_pairs(sampled, capsys):
+    root, out = sampled
+    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
+                             "tool-on-policy,tool-call-again"]) == 0
+    assert "tool-call-again': 0" in capsys.readouterr().out  # the scripted model never calls twice
