@@ -34,7 +34,7 @@ KINDS = {
     "model": ["--model", "--free_text_model"],  # a folder, or a Hub id (owner/name)
     "output": ["--out", "--output_dir", "--output_path", "--work_dir", "--results_json"],
     "names": ["--players", "--baselines", "--categories", "--sources", "--tool_sources", "--stages", "--decimals",
-              "--split", "--track", "--after_model", "--executor", "--player", "--shard", "--board",
+              "--split", "--track", "--after_model", "--executor", "--player", "--shard", "--board", "--tool_speeds",
               "--tool_demo_order"],
     "name": ["--name"],
     "url": ["--base_url"],
