@@ -37,7 +37,6 @@ def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
     from poolbench_data.core.records import Shot
     from poolbench_data.core.table import POCKET_IDS
     from poolbench_data.llm.tools import ball_report, tool_answer
-    from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
     from poolbench_data.prefs.tool_sft import listed_own, played
     from poolbench_data.protocol.prompts import format_action
 
@@ -117,18 +116,20 @@ def speeds(scenarios, max_calls: int) -> Counter:
             continue
         x = next(x for x in first_open["shots"] if x["open"])
         c["boards where the listed procedure finds an open shot"] += 1
+        def at(v: float) -> Shot:
+            return Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=first_open["target_ball"],
+                        target_pocket=x["pocket"])
+
         clean = {}
         for v in SPEED_GRID:
-            m = played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=first_open[
-                "target_ball"], target_pocket=x["pocket"]), s))[1]
+            m = played(s, format_action(at(v), s))[1]
             clean[v] = m.clean_pot
             c[f"first open shot at {v:g} m/s: clean pot"] += m.clean_pot
             c["first open shot at 8 m/s: potted and scratched"] += v == 8.0 and m.own_potted and "scratch" in (
                 m.foul_reasons)
         hits = sum(clean[v] for v in ORACLE_SPEEDS)
         c["clean at all of 8, 10, 12 m/s" if hits == 3 else "clean at none" if hits == 0 else "clean at some"] += 1
-        steady = {v: robust_score(s, {"action": Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=first_open[
-            "target_ball"], target_pocket=x["pocket"]).to_row()}) for v in (5.0, 8.0)}
+        steady = {v: robust_score(s, {"action": at(v).to_row()}) for v in (5.0, 8.0)}
         c["robust level: 5 m/s above 8 m/s"] += steady[5.0] - steady[8.0] >= MIN_MARGIN
         c["robust level: 8 m/s above 5 m/s"] += steady[8.0] - steady[5.0] >= MIN_MARGIN
     return c

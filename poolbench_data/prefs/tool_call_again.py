@@ -18,11 +18,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from poolbench_data.boards.splits import SplitLeakError, leak_problem
-from poolbench_data.core.records import Scenario
 from poolbench_data.prefs.pairs import _pair, fine_score, physics_score
-from poolbench_data.prefs.tool_pairs import (_assistant_index, _called, _described, _played_row, _threads, decisions,
-                                             thread_messages)
+from poolbench_data.prefs.tool_pairs import (_assistant_index, _called, _described, _played_row, decisions,
+                                             thread_messages, usable_samples)
 from poolbench_data.prefs.tool_sft import cap_answer, clear
 
 CALL_AGAIN = "tool-call-again"
@@ -32,36 +30,30 @@ ANSWER_NOW = "answer_now"  # the rejected side's model name: the answer written 
 def call_again_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping]) -> list[dict]:
     """One pair per distinct conversation that called again after a closed report with calls left, in a thread
     that then potted legally (module docstring), board by board."""
-    grouped, _ = _threads(threads, traces)
     out: list[dict] = []
-    for row in scenarios:
-        if leak := leak_problem(row, None, id_key="id"):
-            raise SplitLeakError(f"scenario {row['id']!r}: {leak}; pairs come from train boards")
-        if row["id"] not in grouped:
-            continue
-        scenario, seen = Scenario.from_row(row), set()
-        for player, samples in sorted(grouped[row["id"]].items()):
-            for thread, trace in samples:
-                if physics_score(trace) < 3:  # the call's worth is the pot it led to
+    seen: set[str] = set()  # the prompt holds the board: one set serves every board
+    for row, scenario, _, samples in usable_samples(scenarios, threads, traces):
+        for thread, trace in samples:
+            if physics_score(trace) < 3:  # the call's worth is the pot it led to
+                continue
+            conv, calls = thread_messages(scenario, thread), thread["calls"]
+            for k in range(1, len(thread["turns"])):  # turn k: a call made after the answer to call k-1
+                result = calls[k - 1]["result"]
+                at = _assistant_index(conv, k)
+                key = json.dumps(conv[:at])
+                if clear(result) or result.get("calls_left", 0) <= 0 or key in seen:
                     continue
-                conv, calls = thread_messages(scenario, thread), thread["calls"]
-                for k in range(1, len(thread["turns"])):  # turn k: a call made after the answer to call k-1
-                    result = calls[k - 1]["result"]
-                    at = _assistant_index(conv, k)
-                    key = json.dumps(conv[:at])
-                    if clear(result) or result.get("calls_left", 0) <= 0 or key in seen:
-                        continue
-                    seen.add(key)
-                    answer = cap_answer(scenario, [_called(c) for c in calls[:k]])  # simulates
-                    if answer is None:
-                        continue
-                    rejected = _played_row(row, scenario, answer[0], ANSWER_NOW)
-                    if fine_score(rejected) >= fine_score(trace):
-                        continue
-                    model = trace.get("model") or thread["player"]
-                    pair = _pair(row, conv[at]["content"], answer[0], trace, rejected, CALL_AGAIN, model, ANSWER_NOW,
-                                 prompt=conv[:at])
-                    shot = answer[1]
-                    out.append({**pair, "turn": k, "chosen_decision": _described(decisions(thread, trace)[k]),
-                                "rejected_decision": _described(("answer", shot.target_ball, shot.phi, shot.V0))})
+                seen.add(key)
+                answer = cap_answer(scenario, [_called(c) for c in calls[:k]])  # simulates
+                if answer is None:
+                    continue
+                rejected = _played_row(row, scenario, answer[0], ANSWER_NOW)
+                if fine_score(rejected) >= fine_score(trace):
+                    continue
+                model = trace.get("model") or thread["player"]
+                pair = _pair(row, conv[at]["content"], answer[0], trace, rejected, CALL_AGAIN, model, ANSWER_NOW,
+                             prompt=conv[:at])
+                shot = answer[1]
+                out.append({**pair, "turn": k, "chosen_decision": _described(decisions(thread, trace)[k]),
+                            "rejected_decision": _described(("answer", shot.target_ball, shot.phi, shot.V0))})
     return out

@@ -148,6 +148,17 @@ def _threads(threads: Sequence[Mapping], traces: Sequence[Mapping]) -> tuple[dic
     return usable_ones, capped
 
 
+def usable_samples(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping]):
+    """(row, scenario, player, [(thread, trace)] of its usable threads) per board and player, in board order, for
+    the sources built outside `tool_pairs` (prefs.tool_speed, prefs.tool_call_again); a test board raises."""
+    grouped, _ = _threads(threads, traces)
+    for row in scenarios:
+        if leak := leak_problem(row, None, id_key="id"):
+            raise SplitLeakError(f"scenario {row['id']!r}: {leak}; pairs come from train boards")
+        for player, samples in sorted(grouped.get(row["id"], {}).items()):
+            yield row, Scenario.from_row(row), player, samples
+
+
 def _at_cap(row: dict, scenario: Scenario, samples: list) -> list[dict]:
     """For each distinct conversation that called again at the cap: the demonstrations' action there against
     that call."""

@@ -23,12 +23,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from poolbench_data.boards.splits import SplitLeakError, leak_problem
 from poolbench_data.core.records import Scenario
 from poolbench_data.core.vocab import V0_RANGE
 from poolbench_data.prefs.pairs import _pair
 from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
-from poolbench_data.prefs.tool_pairs import _described, _played_row, _threads, decisions, thread_messages
+from poolbench_data.prefs.tool_pairs import _described, _played_row, decisions, thread_messages, usable_samples
 from poolbench_data.prefs.tool_sft import clear
 
 SPEED = "tool-speed"
@@ -54,40 +53,33 @@ def speed_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: S
     the other side at one of `speeds`; `seed` with the board's seed and the sample's number draws which."""
     if not speeds or any(not V0_RANGE[0] <= v <= V0_RANGE[1] for v in speeds):
         raise ValueError(f"speeds must be one or more cue speeds in [{V0_RANGE[0]}, {V0_RANGE[1]}] m/s (got {speeds})")
-    grouped, _ = _threads(threads, traces)
     out: list[dict] = []
-    for row in scenarios:
-        if leak := leak_problem(row, None, id_key="id"):
-            raise SplitLeakError(f"scenario {row['id']!r}: {leak}; pairs come from train boards")
-        scenario = Scenario.from_row(row) if row["id"] in grouped else None
-        seen: set[tuple] = set()
-        for player, samples in sorted(grouped.get(row["id"], {}).items()):
-            for thread, trace in samples:
-                if not clear(thread["calls"][-1]["result"]):
-                    continue
-                conv = thread_messages(scenario, thread)
-                key = (json.dumps(conv[:-1]), thread["final_response"])
-                if key in seen:
-                    continue
-                seen.add(key)
-                rng = np.random.default_rng([seed, scenario.seed, thread["sample"]])
-                pair = _speed_pair(row, scenario, conv, thread, trace, speeds, rng)
-                if pair is not None:
-                    out.append(pair)
+    seen: set[tuple] = set()  # the prompt holds the board: one set serves every board
+    for row, scenario, _, samples in usable_samples(scenarios, threads, traces):
+        for thread, trace in samples:
+            if not clear(thread["calls"][-1]["result"]):
+                continue
+            conv = thread_messages(scenario, thread)
+            key = (json.dumps(conv[:-1]), thread["final_response"])
+            if key in seen:
+                continue
+            seen.add(key)
+            rng = np.random.default_rng([seed, scenario.seed, thread["sample"]])
+            pair = _speed_pair(row, scenario, conv, thread, trace, speeds, rng)
+            if pair is not None:
+                out.append(pair)
     return out
 
 
 def _speed_pair(row: dict, scenario: Scenario, conv: list[dict], thread: Mapping, trace: Mapping,
                 speeds: Sequence[float], rng: np.random.Generator) -> dict | None:
-    own, mine = thread["final_response"], robust_score(scenario, trace)
-    model = trace.get("model") or thread["player"]
+    own = thread["final_response"]
+    texts = {v: with_speed(own, v) for v in speeds if v != trace["action"]["V0"]}
+    if None in texts.values():  # not one JSON object with a cue speed: nothing to rewrite
+        return None
+    mine, model = robust_score(scenario, trace), trace.get("model") or thread["player"]
     options = []
-    for speed in speeds:
-        text = with_speed(own, speed)
-        if text is None:
-            return None
-        if speed == trace["action"]["V0"]:
-            continue
+    for text in texts.values():
         played = _played_row(row, scenario, text, model)
         score = robust_score(scenario, played)  # simulates 9 times: the grid around this speed
         if abs(score - mine) >= MIN_MARGIN:
@@ -95,10 +87,8 @@ def _speed_pair(row: dict, scenario: Scenario, conv: list[dict], thread: Mapping
     if not options:
         return None
     text, played, score = options[int(rng.integers(len(options)))]
-    ours = (own, trace, mine, decisions(thread, trace)[-1])
-    other = (text, played, score, ("answer", *(played["action"][k] for k in ("target_ball", "phi", "V0"))))
-    other = (*other, EDIT)
-    ours = (*ours, model)
+    ours = (own, trace, mine, decisions(thread, trace)[-1], model)
+    other = (text, played, score, ("answer", *(played["action"][k] for k in ("target_ball", "phi", "V0"))), EDIT)
     chosen, rejected = (other, ours) if score > mine else (ours, other)
     pair = _pair(row, chosen[0], rejected[0], chosen[1], rejected[1], SPEED, chosen[4], rejected[4],
                  prompt=conv[:-1])
