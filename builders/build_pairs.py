@@ -68,7 +68,7 @@ def build(args: ScriptArguments) -> None:
     from pathlib import Path
 
     from poolbench_data.boards.splits import EVAL_SPLITS
-    from poolbench_data.core.errors import UserError
+    from poolbench_data.core.errors import UserError, check_speeds
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
     from poolbench_data.prefs.pairs import SOURCES, build_pairs
@@ -84,7 +84,7 @@ def build(args: ScriptArguments) -> None:
     if not 0 <= args.tool_min_level_gap <= 3:
         raise UserError(f"--tool_min_level_gap must be 0, 1, 2 or 3 (levels: unparseable 0, foul 1, legal contact "
                         f"2, legal pot 3); got {args.tool_min_level_gap}")
-    speeds = _speeds(args.tool_speeds)
+    speeds = list(check_speeds("--tool_speeds", args.tool_speeds))
     if args.split in EVAL_SPLITS:
         raise UserError(f"--split {args.split}: pairs from an evaluation split would train on the evaluation "
                         "boards; use --split train")
@@ -119,21 +119,6 @@ def _sources(flag: str, value: str, available) -> list[str]:
         raise UserError(f"{flag} {value!r}: " + (f"unknown source(s) {unknown}" if unknown else "no source")
                         + f"; give one or more of {','.join(available)}")
     return sources
-
-
-def _speeds(value: str) -> list[float]:
-    """--tool_speeds as floats in the protocol's range; else one UserError naming the flag."""
-    from poolbench_data.core.errors import UserError
-    from poolbench_data.core.vocab import V0_RANGE
-
-    try:
-        speeds = [float(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        speeds = []
-    if not speeds or any(not V0_RANGE[0] <= v <= V0_RANGE[1] for v in speeds):
-        raise UserError(f"--tool_speeds {value!r}: give one or more comma-separated cue speeds in "
-                        f"[{V0_RANGE[0]:g}, {V0_RANGE[1]:g}] m/s, e.g. 5 or 4,5,6")
-    return speeds
 
 
 def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sources: list[str],

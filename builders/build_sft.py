@@ -37,6 +37,10 @@ class ScriptArguments(PushArguments):
                 "mistaken calls shown and recovered) or `listed` (own balls called in the prompt's order until a "
                 "report shows an open shot, then the best of its open shots in the simulator; prefs.tool_sft."
                 "listed_demo)."})
+    tool_demo_speeds: str = field(default="", metadata={
+        "help": "With --tools: comma-separated cue speeds (m/s, within 2-12) a demonstration tries, in order; the "
+                "first that plays best is written. Empty: the Oracle's speeds, 8,10,12. 5,8,10,12: the first open "
+                "shot pots cleanly more often at 5 m/s than at 8 on train boards (docs/benchmarks.md)."})
     at_cap_no_pot_share: float = field(default=1.0, metadata={
         "help": "With --tools: the share of boards without a tool-derived pot (and with 3 own balls the tool "
                 "reports closed, or fewer but all of them) whose demonstration calls for them, then writes the "
@@ -47,7 +51,7 @@ class ScriptArguments(PushArguments):
 def build(args: ScriptArguments) -> None:
     from pathlib import Path
 
-    from poolbench_data.core.errors import UserError, check_seed
+    from poolbench_data.core.errors import UserError, check_seed, check_speeds
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
     from poolbench_data.boards.splits import EVAL_SPLITS
@@ -58,8 +62,10 @@ def build(args: ScriptArguments) -> None:
     for flag in ("retry_blocked_share", "at_cap_no_pot_share"):
         if not 0 <= getattr(args, flag) <= 1:
             raise UserError(f"--{flag} {getattr(args, flag)}: a share of boards; give a value from 0 to 1")
+    from poolbench_data.players.baselines import ORACLE_SPEEDS
     from poolbench_data.prefs.tool_sft import DEMO_ORDERS
 
+    speeds = check_speeds("--tool_demo_speeds", args.tool_demo_speeds) if args.tool_demo_speeds else ORACLE_SPEEDS
     if args.tool_demo_order not in DEMO_ORDERS:
         raise UserError(f"--tool_demo_order {args.tool_demo_order!r}: give one of {', '.join(DEMO_ORDERS)}")
     if args.split in EVAL_SPLITS:
@@ -77,18 +83,21 @@ def build(args: ScriptArguments) -> None:
 
         rows = tool_sft_rows(scenarios, args.split, seed=args.seed, progress=True,
                              blocked_share=args.retry_blocked_share, no_pot_share=args.at_cap_no_pot_share,
-                             order=args.tool_demo_order)
+                             order=args.tool_demo_order, speeds=speeds)
         counts = write_config(folder, "sft_tools", {args.split: rows}, "sft_tools",
                               provenance(split=args.split, seed=args.seed,
                                          tool_demo_order=args.tool_demo_order,
+                                         tool_demo_speeds=list(speeds),
                                          retry_blocked_share=args.retry_blocked_share,
                                          at_cap_no_pot_share=args.at_cap_no_pot_share))
         kinds = Counter(r["demonstration"] for r in rows)
         pots = sum(r["clean_pot"] for r in rows)
+        at = Counter(r["cue_speed"] for r in rows)
         print(f"sft_tools/{args.split}: {counts[args.split]} tool demonstrations, {pots} of them legal pots "
               f"(by kind: {', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}; prefs.tool_sft.ToolDemo; "
               f"by calls: {', '.join(f'{k}: {n}' for k, n in sorted(Counter(r['calls'] for r in rows).items()))}) "
-              f"from {len(scenarios)} scenarios ({len(scenarios) - len(rows)} without a row)")
+              f"from {len(scenarios)} scenarios ({len(scenarios) - len(rows)} without a row); written at "
+              f"{', '.join(f'{k:g} m/s {n}' for k, n in sorted(at.items()))}")
     else:
         rows = sft_rows(scenarios, read_rows(folder, "traces", args.split), args.split)
         counts = write_config(folder, "sft", {args.split: rows}, "sft", provenance(split=args.split))

@@ -35,7 +35,7 @@ KINDS = {
     "output": ["--out", "--output_dir", "--output_path", "--work_dir", "--results_json"],
     "names": ["--players", "--baselines", "--categories", "--sources", "--tool_sources", "--stages", "--decimals",
               "--split", "--track", "--after_model", "--executor", "--player", "--shard", "--board", "--tool_speeds",
-              "--tool_demo_order"],
+              "--tool_demo_order", "--tool_demo_speeds"],
     "name": ["--name"],
     "url": ["--base_url"],
     "ray": ["--ray_address"],
@@ -58,7 +58,8 @@ VALID = {
         ("poolbench eval", "--dataset_dir"), ("poolbench eval", "--responses"), ("poolbench score", "--out"),
         ("poolbench score", "--name"), ("poolbench compare", "--out"), ("poolbench compare", "--player"),
         ("poolbench rounding", "--out"), ("poolbench baseline", "--out"), ("builders/build_dataset.py", "--shard"),
-        ("builders/build_pairs.py", "--tool_eval_dir"), ("poolbench figures", "--eval_dir"),
+        ("builders/build_pairs.py", "--tool_eval_dir"), ("builders/build_sft.py", "--tool_demo_speeds"),
+        ("poolbench figures", "--eval_dir"),
         ("poolbench figures", "--board"), ("poolbench figures", "--trainer_state")]},
 }
 

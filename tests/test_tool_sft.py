@@ -252,6 +252,42 @@ def test_the_demonstration_order_is_a_builder_choice(folder, scenario_rows, caps
     assert json.loads((copy / "provenance.json").read_text())["sft_tools"]["settings"]["tool_demo_order"] == "listed"
 
 
+def test_the_demonstrations_speeds_are_a_builder_choice(folder, scenario_rows, capsys, tmp_path):
+    import shutil
+
+    from poolbench_data.hub.folder import read_rows
+
+    build_sft = _load("builders/build_sft")
+    for bad in ("1", "5,13", "fast", ","):
+        assert build_sft.main(["--dataset_dir", str(folder), "--tools", "--tool_demo_speeds", bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "--tool_demo_speeds" in err and len(err.splitlines()) == 1
+    copy = shutil.copytree(folder, tmp_path / "poolbench")
+    args = ["--dataset_dir", str(copy), "--tools", "--tool_demo_order", "listed", "--tool_demo_speeds", "5,8,10,12"]
+    assert build_sft.main(args) == 0
+    rows = read_rows(copy, "sft_tools", "train")
+    assert rows == tool_sft_rows(scenario_rows, "train", order="listed", speeds=(5.0, 8.0, 10.0, 12.0))
+    default = tool_sft_rows(scenario_rows, "train", order="listed")
+    assert [r["scenario_id"] for r in rows] == [r["scenario_id"] for r in default]  # the same boards and calls
+    assert [r["calls"] for r in rows] == [r["calls"] for r in default]
+    assert {r["cue_speed"] for r in rows} <= {5.0, 8.0, 10.0, 12.0} and 5.0 in {r["cue_speed"] for r in rows}
+    assert 5.0 not in {r["cue_speed"] for r in default}
+    for r, d in zip(rows, default):
+        s = board(scenario_rows, r["scenario_id"])
+        five = json.loads(d["messages"][-1]["content"]) | {"cue_speed": 5.0}
+        _, m = played(s, json.dumps(five))
+        # more speeds tried, never a worse outcome; 5 m/s first: written wherever the default's shot pots at 5 too
+        assert (r["clean_pot"], r["legal_contact"]) >= (d["clean_pot"], d["legal_contact"])
+        if d["demonstration"] == "listed_open" and m.clean_pot:
+            assert r["cue_speed"] == 5.0
+        verify_tool_row(r, s)
+    out = capsys.readouterr().out
+    assert "written at " + ", ".join(f"{v:g} m/s {sum(r['cue_speed'] == v for r in rows)}"
+                                     for v in sorted({r["cue_speed"] for r in rows})) in out
+    settings = json.loads((copy / "provenance.json").read_text())["sft_tools"]["settings"]
+    assert settings["tool_demo_speeds"] == [5.0, 8.0, 10.0, 12.0]
+
+
 def test_a_row_that_does_not_replay_is_a_build_error_naming_the_board(rows, scenario_rows):
     row = dict(rows[0])
     s = board(scenario_rows, row["scenario_id"])

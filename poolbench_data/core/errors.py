@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from poolbench_data.core.vocab import MAX_SEED
+from poolbench_data.core.vocab import MAX_SEED, V0_RANGE
 
 
 class UserError(ValueError):
@@ -59,3 +59,15 @@ def check_at_least(flag: str, value: int, low: int) -> None:
 def check_seed(flag: str, value: int) -> None:
     if not 0 <= value <= MAX_SEED:
         raise UserError(f"{flag} must be in [0, 2**63 - 1] (got {value}); seeds are stored as int64")
+
+
+def check_speeds(flag: str, value: str) -> tuple[float, ...]:
+    """Comma-separated cue speeds (m/s) within the protocol's range, in the order given."""
+    try:
+        speeds = tuple(float(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        speeds = ()
+    if not speeds or any(not V0_RANGE[0] <= v <= V0_RANGE[1] for v in speeds):
+        raise UserError(f"{flag} {value!r}: give one or more comma-separated cue speeds in "
+                        f"[{V0_RANGE[0]:g}, {V0_RANGE[1]:g}] m/s, e.g. 5 or 4,5,6")
+    return speeds

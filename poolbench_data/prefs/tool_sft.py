@@ -137,26 +137,28 @@ def played(scenario: Scenario, answer: str) -> tuple[Shot | None, Metrics]:
     return p.shot, record.metrics
 
 
-def _tried(scenario: Scenario, oracle_shot: Shot | None) -> list[tuple[str, str, float]]:
-    """(ball, pocket, speed) in search order: the Oracle's choice first, then the candidates cheapest first."""
+def _tried(scenario: Scenario, oracle_shot: Shot | None,
+           speeds: Sequence[float] = ORACLE_SPEEDS) -> list[tuple[str, str, float]]:
+    """(ball, pocket, speed) in search order: the Oracle's choice first (at its own speed first), then the
+    candidates cheapest first, each at `speeds` in order."""
     order, seen = [], set()
     if oracle_shot is not None and oracle_shot.target_ball and oracle_shot.target_pocket:
         key = (oracle_shot.target_ball, oracle_shot.target_pocket)
-        speeds = (oracle_shot.V0, *[v for v in ORACLE_SPEEDS if v != oracle_shot.V0])
-        order += [(*key, v) for v in speeds]
+        order += [(*key, v) for v in (oracle_shot.V0, *[v for v in speeds if v != oracle_shot.V0])]
         seen.add(key)
     for c in candidates(scenario, aim="centre")[:ORACLE_TOP_K]:
         if (c.ball, c.pocket) not in seen:
             seen.add((c.ball, c.pocket))
-            order += [(c.ball, c.pocket, v) for v in ORACLE_SPEEDS]
+            order += [(c.ball, c.pocket, v) for v in speeds]
     return order
 
 
-def find_pot(scenario: Scenario, oracle_shot: Shot | None = None) -> tuple[str, str, str, Shot, Metrics] | None:
+def find_pot(scenario: Scenario, oracle_shot: Shot | None = None,
+             speeds: Sequence[float] = ORACLE_SPEEDS) -> tuple[str, str, str, Shot, Metrics] | None:
     """The first searched (ball, pocket, speed) the tool shows clear and that, written with the tool's aim,
     pots legally: (ball, pocket, answer, shot, metrics); None when no such shot exists."""
     answers: dict[tuple[str, str], dict] = {}  # one tool answer per (ball, pocket), whatever the speeds tried
-    for ball, pocket, speed in _tried(scenario, oracle_shot):
+    for ball, pocket, speed in _tried(scenario, oracle_shot, speeds):
         if (ball, pocket) not in answers:
             answers[ball, pocket] = tool_answer(scenario, ball, pocket)
         result = answers[ball, pocket]
@@ -177,10 +179,11 @@ def shown_kicks(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> 
     return [(r["target_ball"], r["kick"]) for r in reports if r.get("kick")]
 
 
-def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> tuple[str, Shot, Metrics] | None:
+def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str | None]],
+               speeds: Sequence[float] = ORACLE_SPEEDS) -> tuple[str, Shot, Metrics] | None:
     """The action at the cap after `calls` none of which was open. The aims tried: of the shots their answers
     showed, the one whose cue path is free (the smallest cut; else the last shown), then each kick a report
-    showed, each with the tool's aim at each of the Oracle's speeds; the first whose outcome is best in the
+    showed, each with the tool's aim at each of `speeds`; the first whose outcome is best in the
     simulator (a legal pot, then legal contact, then no foul). None when no aim was shown (every call an
     error)."""
     options = shown(scenario, calls)
@@ -190,15 +193,16 @@ def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str | None]]) -> t
         ball, pocket, result = min(free, key=lambda o: o[2]["cut_angle_deg"]) if free else options[-1]
         aims.append((ball, pocket, result[AIM_FIELD]))
     aims += [(ball, k["pocket"], k["aim_angle_deg"]) for ball, k in shown_kicks(scenario, calls)]
-    return best_of(scenario, aims) if aims else None
+    return best_of(scenario, aims, speeds) if aims else None
 
 
-def best_of(scenario: Scenario, aims: Sequence[tuple[str, str, float]]) -> tuple[str, Shot, Metrics]:
-    """Of the (ball, pocket, aim)s at each of the Oracle's speeds, the first written action whose outcome is best
-    in the simulator (a legal pot, then legal contact, then no foul): (answer, shot, metrics)."""
+def best_of(scenario: Scenario, aims: Sequence[tuple[str, str, float]],
+            speeds: Sequence[float] = ORACLE_SPEEDS) -> tuple[str, Shot, Metrics]:
+    """Of the (ball, pocket, aim)s at each of `speeds` (the Oracle's by default), the first written action whose
+    outcome is best in the simulator (a legal pot, then legal contact, then no foul): (answer, shot, metrics)."""
     best = None
     for ball, pocket, aim in aims:
-        for speed in ORACLE_SPEEDS:
+        for speed in speeds:
             answer = format_action(Shot(phi=aim, V0=speed, target_ball=ball, target_pocket=pocket), scenario)
             shot, m = played(scenario, answer)
             key = (m.clean_pot, m.legal_contact, not m.foul)
@@ -220,7 +224,8 @@ def _absent_own(scenario: Scenario) -> list[str]:
 
 def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_share: float = RETRY_BLOCKED_SHARE,
               error_share: float = RETRY_ERROR_SHARE, again_share: float = RETRY_AGAIN_SHARE,
-              cap_share: float = AT_CAP_SHARE, no_pot_share: float = NO_POT_SHARE) -> ToolDemo | None:
+              cap_share: float = AT_CAP_SHARE, no_pot_share: float = NO_POT_SHARE,
+              speeds: Sequence[float] = ORACLE_SPEEDS) -> ToolDemo | None:
     """One board's demonstration, or None when the tool's geometry gives no legal pot there (and no at-cap row
     is drawn for it).
 
@@ -230,11 +235,11 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
     `cap_answer`); with `error_share` it first names a ball not on the table. The mistaken calls are context, not
     trained. Where there is no legal pot, with `no_pot_share` (if the board has MAX_CALLS own balls with nothing
     open, or fewer but all of them) the row is the action after calls for them (`no_pot_demo`). The draw uses its
-    own RNG from (seed, the board's seed)."""
+    own RNG from (seed, the board's seed). `speeds`: the cue speeds tried, in order, after the Oracle's own."""
     rng = np.random.default_rng([seed, scenario.seed])
-    found = find_pot(scenario, oracle_shot)
+    found = find_pot(scenario, oracle_shot, speeds)
     if found is None:
-        return no_pot_demo(scenario, rng) if float(rng.random()) < no_pot_share else None
+        return no_pot_demo(scenario, rng, speeds) if float(rng.random()) < no_pot_share else None
     ball, pocket, answer, shot, m = found
     u = float(rng.random())
     mistakes: list[tuple[str, str]] = []
@@ -247,7 +252,7 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
                 mistakes.append(options.pop(int(rng.integers(len(options)))))
                 if options and len(mistakes) + 1 == MAX_CALLS and float(rng.random()) < cap_share:
                     mistakes.append(options[int(rng.integers(len(options)))])
-                    at_cap = cap_answer(scenario, mistakes)
+                    at_cap = cap_answer(scenario, mistakes, speeds)
                     if at_cap is not None:
                         return ToolDemo(scenario, tuple(mistakes), len(mistakes), *at_cap, "at_cap")
                     mistakes.pop()
@@ -258,7 +263,7 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
     return ToolDemo(scenario, (*mistakes, (ball, None)), len(mistakes), answer, shot, m, kind)
 
 
-def no_pot_demo(scenario: Scenario, rng) -> ToolDemo | None:
+def no_pot_demo(scenario: Scenario, rng, speeds: Sequence[float] = ORACLE_SPEEDS) -> ToolDemo | None:
     """A board without a legal pot: calls for MAX_CALLS own balls whose reports show nothing open (context), then
     the action at the cap (`cap_answer`); where every own ball is closed and there are fewer, a call for each,
     then the action (`all_closed`: nothing is left to call). None otherwise. The DPO model of the eighth session
@@ -269,15 +274,16 @@ def no_pot_demo(scenario: Scenario, rng) -> ToolDemo | None:
     if not options or (len(options) < MAX_CALLS and len(options) < len(scenario.own())):
         return None
     calls = tuple(options[int(i)] for i in rng.permutation(len(options))[:MAX_CALLS])
-    answer = cap_answer(scenario, calls)
+    answer = cap_answer(scenario, calls, speeds)
     kind = "at_cap" if len(calls) == MAX_CALLS else "all_closed"
     return None if answer is None else ToolDemo(scenario, calls, len(calls), *answer, kind)
 
 
-def listed_demo(scenario: Scenario, seed: int, error_share: float = RETRY_ERROR_SHARE) -> ToolDemo | None:
+def listed_demo(scenario: Scenario, seed: int, error_share: float = RETRY_ERROR_SHARE,
+                speeds: Sequence[float] = ORACLE_SPEEDS) -> ToolDemo | None:
     """A procedure the model can read off its own conversation: call the own balls in the order the prompt lists
     them until a report shows an open shot (at most MAX_CALLS calls, every one trained), then write the best of
-    that report's open shots at the Oracle's speeds (`best_of`; ties: the report's order, the lower speed); with
+    that report's open shots at `speeds` (`best_of`; ties: the report's order, then the order of `speeds`); with
     nothing open, the action `cap_answer` writes (None where no report shows an aim). With `error_share` a ball
     not on the table is named first (context). The tool-SFT model of Oracle-first rows chose an open first ball
     no more often than the lowest-numbered own ball would be, and wrote a report's first open shot at 8 m/s; on
@@ -290,9 +296,9 @@ def listed_demo(scenario: Scenario, seed: int, error_share: float = RETRY_ERROR_
         calls.append((ball, None))
         if clear(tool_answer(scenario, ball, None)):
             answer, shot, m = best_of(scenario, [(ball, p, r[AIM_FIELD]) for _, p, r in shown(scenario, [(ball, None)])
-                                                  if clear(r)])
+                                                  if clear(r)], speeds)
             return ToolDemo(scenario, (*mistakes, *calls), len(mistakes), answer, shot, m, "listed_open")
-    at_cap = cap_answer(scenario, calls)  # None: no own ball, or none that any report shows an aim for
+    at_cap = cap_answer(scenario, calls, speeds)  # None: no own ball, or none that any report shows an aim for
     return None if at_cap is None else ToolDemo(scenario, (*mistakes, *calls), len(mistakes), *at_cap,
                                                 "listed_closed")
 
@@ -304,9 +310,10 @@ def listed_own(scenario: Scenario) -> list[str]:
 
 def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress: bool = False,
                   blocked_share: float = RETRY_BLOCKED_SHARE, no_pot_share: float = NO_POT_SHARE,
-                  order: str = "oracle") -> list[dict]:
+                  order: str = "oracle", speeds: Sequence[float] = ORACLE_SPEEDS) -> list[dict]:
     """One row per scenario row whose board has a tool-derived legal pot (or, with `no_pot_share`, an at-cap row
-    where it has none), in board order; each verified. `order` "listed": every board's `listed_demo` instead."""
+    where it has none), in board order; each verified. `order` "listed": every board's `listed_demo` instead.
+    `speeds`: the cue speeds the demonstrations try, in order (the first that plays best is written)."""
     from tqdm.auto import tqdm
 
     if order not in DEMO_ORDERS:
@@ -317,8 +324,8 @@ def tool_sft_rows(scenarios: Sequence[dict], split: str, seed: int = 0, progress
     for s in tqdm(scenarios, desc="tool demonstrations", unit="board", disable=not progress):
         scenario = Scenario.from_row(s)
         oracle = Shot.from_row(s["oracle_shot"]) if s.get("oracle_shot") else None
-        demo = (listed_demo(scenario, seed) if order == "listed" else
-                tool_demo(scenario, oracle, seed, blocked_share, no_pot_share=no_pot_share))
+        demo = (listed_demo(scenario, seed, speeds=speeds) if order == "listed" else
+                tool_demo(scenario, oracle, seed, blocked_share, no_pot_share=no_pot_share, speeds=speeds))
         if demo is not None:
             row = demo.to_row(split)
             verify_tool_row(row, scenario)
