@@ -13,7 +13,8 @@ without learning to make it.
 
 The demonstrated (ball, pocket, speed) is searched, never guessed: the
 Oracle's ball and pocket first, then the geometry candidates cheapest first,
-each at the Oracle's speeds; the first whose tool answer is clear (no ball in
+each at the Oracle's speeds (or the builder's --tool_demo_speeds, in their
+order); the first whose tool answer is clear (no ball in
 either path, ghost ball free) and whose written action, parsed and simulated
 as the evaluator would, pots an own ball without a foul. A board with none
 gives no row. The demonstrations call per ball (`ghost_ball(target_ball)`, every
