@@ -40,7 +40,7 @@ KINDS = {
     "url": ["--base_url"],
     "ray": ["--ray_address"],
     "repo": ["--repo_id"],
-    "model_args": ["--model_args", "--eval_model_args"],
+    "model_args": ["--model_args", "--eval_model_args", "--sample_model_args"],
     "script_args": ["--extra_sft_data_args", "--extra_sft_args", "--extra_pairs_args", "--extra_dpo_args", "--extra_grpo_args"],
     "id_prefix": ["--test_id_prefix"],
 }

@@ -201,6 +201,8 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
     sampled = EvalConfig(**read_yaml(samples[samples.index("--config") + 1]))
     assert sampled.tools and not sampled.dataset_dir and sampled.samples == 4 and sampled.seed == 1
     assert sampled.model == str(tmp_path / "sft" / "merged") and sampled.out == str(tmp_path / "samples")
+    # Sampling in the CPU's bf16 where it is native (vLLM's auto), the held-out evaluations in fp32.
+    assert sampled.model_args == "dtype=auto,enforce_eager=True,kv_cache_gib=8"
     assert pairs[pairs.index("--tool_eval_dir") + 1] == str(tmp_path / "samples")
     assert pairs[pairs.index("--tool_sources") + 1] == sources
     assert dpo[dpo.index("--config") + 1] == "training/recipes/dpo-tools-smollm2-135m-cpu.yaml"

@@ -64,13 +64,14 @@ class LoopArguments:
     temperature: float = field(default=0.8, metadata={"help": "Sampling temperature on the training boards."})
     dpo_steps: int = field(default=10, metadata={"help": "DPO optimizer steps (overrides the recipe; 0 = the "
                                                            "recipe's epochs over every pair)."})
-    # fp32: the CPU recipes merge the LoRA update into fp32 weights, and vLLM's
-    # dtype "auto" casts fp32 checkpoints to bf16, which rounds most of it away.
-    # An 8 GiB KV cache (the CPU default is 1) holds ~186,000 tokens, not ~23,000
-    # (~14 tool conversations of ~1,700): 217 s of generation against 326 s for the
-    # tool SFT model on 200 boards, the same texts (docs/benchmarks.md, Generation).
+    # Evaluations in fp32: dtype "auto" casts an fp32 checkpoint to bf16, rounding away a DPO update (~5e-6); the
+    # SFT's (1e-4) survives, and samples are drawn at T=0.8: the tool SFT model in bf16, 240 s of generation against
+    # 495 s, 122 clean pots of 200 against 123 (docs/training.md). An 8 GiB KV cache holds ~110 tool
+    # conversations, the CPU default (1 GiB) ~14: 217 s of generation against 326 s, the same texts (benchmarks.md).
     eval_model_args: str = field(default="dtype=float32,enforce_eager=True,kv_cache_gib=8",
                                  metadata={"help": "--model_args of every evaluation (the same for all models)."})
+    sample_model_args: str = field(default="dtype=auto,enforce_eager=True,kv_cache_gib=8", metadata={
+        "help": "--model_args of the sampling stage (auto: bf16 where the CPU has native bf16, else float32)."})
     extra_sft_data_args: str = field(default="", metadata={"help": "More builders/build_sft.py arguments (e.g. "
                                      "--tool_demo_order listed with --track tools)."})
     extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
@@ -112,10 +113,8 @@ def _run(cmd: list[str], log: Path, root: Path) -> None:
                           f"its output is in {log}")
 
 
-
 class Loop:
-    """The stages, each a method named as the stage; `root`: the repository whose builders/ and training/
-    scripts the stages run."""
+    """The stages, each a method named as the stage; `root`: the checkout whose builders/ and training/ run."""
 
     def __init__(self, a: LoopArguments, root: Path = ROOT):
         self.a = a
@@ -148,7 +147,7 @@ class Loop:
         except StageFailed as e:
             raise StageFailed(f"stage {self.stage} failed: {e}") from None
 
-    def evaluate(self, out: Path, inputs: tuple[str, ...], **settings) -> None:
+    def evaluate(self, out: Path, inputs: tuple[str, ...], model_args: str = "", **settings) -> None:
         """`poolbench eval` in its own process (the engine's memory goes with it), handed a config file
         (WORK_DIR/configs/<folder>.yaml), not a string of flags; skipped where OUT holds its traces."""
         from dataclasses import asdict
@@ -156,7 +155,7 @@ class Loop:
 
         from poolbench_data.evaluation.config import EvalConfig, write_yaml
 
-        config = EvalConfig(out=str(out), model_args=self.a.eval_model_args, quiet=True, **settings)
+        config = EvalConfig(out=str(out), model_args=model_args or self.a.eval_model_args, quiet=True, **settings)
         path = self.work / "configs" / f"{out.name}.yaml"  # written for a run only: it says what built OUT
         path.parent.mkdir(parents=True, exist_ok=True)
         self.once(f"eval_{out.name}", out / "llm_traces.jsonl", inputs, self.cli + ["eval", "--config", str(path)],
@@ -211,7 +210,7 @@ class Loop:
         where = {"tools": True} if self.tools else {"split": "train", "dataset_dir": str(self.data)}
         self.evaluate(out, ("sft", "dataset"), model=str(self.sft_dir / "merged"), n=self.a.sample_n,
                       seed=self.a.train_seed, samples=self.a.samples, temperature=self.a.temperature, name="policy",
-                      boards=0, **where)
+                      boards=0, model_args=self.a.sample_model_args, **where)
 
     def pairs(self):
         config = "pairs_tools" if self.tools else "pairs"
@@ -331,10 +330,11 @@ def check_inputs(loop: Loop) -> None:
         if not getattr(a, name) or not (loop.root / getattr(a, name)).is_file():
             raise UserError(f"--{name} {getattr(a, name)!r}: no such recipe (paths are from the repository root, "
                             f"{loop.root}); pick one in training/recipes/")
-    try:
-        parse_model_args(a.eval_model_args)
-    except ValueError as e:
-        raise UserError(f"--eval_model_args: {e}") from None
+    for name in ("eval_model_args", "sample_model_args"):
+        try:
+            parse_model_args(getattr(a, name))
+        except ValueError as e:
+            raise UserError(f"--{name}: {e}") from None
     for name, script in (("sft_data", "builders/build_sft.py"), ("sft", "training/sft.py"),
                          ("dpo", "training/dpo.py"), ("grpo", "training/grpo.py"), ("pairs", "builders/build_pairs.py")):
         check_script_args(loop.root, script, getattr(a, f"extra_{name}_args"), f"--extra_{name}_args")
