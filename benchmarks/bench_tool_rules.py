@@ -1,0 +1,143 @@
+"""How much better a tool player can choose from what the tool shows: the room a preference stage has.
+
+A tool-using model sees, for each own ball it calls, the report's shots: pocket, `open`, cut angle, in that
+order. The tool SFT model writes the first open shot of the first open ball, at 5 m/s (docs/training.md). On
+each board, every open shot of the first MAX_CALLS own balls listed is played at each speed of SPEED_GRID. Rules
+that choose only from what the reports show (the cut, side or corner pocket, which call showed the shot) are
+fitted on the train boards and counted on the held-out boards, beside the simulated ceilings: the best of those
+shots and speeds on each board, which only the simulator knows. A preference stage teaches a choice the model
+can make from its input; what lies between the best such rule and the ceiling is what the input does not show.
+
+    python benchmarks/bench_tool_rules.py --train_n 400 --n 200
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+
+from poolbench_data.core.config import Parser
+
+SPEED_GRID = (3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0)
+MODEL_SPEED = 5.0  # the speed the tool SFT model writes (every answer of the 2026-11-27 pilots)
+CUT_BUCKET = 15.0  # degrees: the fitted rules' resolution in cut angle
+
+
+def candidates(s, max_calls: int) -> list[dict]:
+    """Every open shot of the first `max_calls` own balls listed, in the order the reports show them, with
+    what the model can see of it and, for each speed, whether it is a clean pot."""
+    from poolbench_data.core.records import Shot
+    from poolbench_data.llm.tools import ball_report
+    from poolbench_data.prefs.tool_sft import listed_own, played
+    from poolbench_data.protocol.prompts import format_action
+
+    out = []
+    for call, ball in enumerate(listed_own(s)[:max_calls]):
+        for x in ball_report(s, ball)["shots"]:
+            if not x["open"]:
+                continue
+            clean = {v: played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=ball,
+                                                     target_pocket=x["pocket"]), s))[1].clean_pot for v in SPEED_GRID}
+            out.append({"call": call, "cut": x["cut_angle_deg"], "side": x["pocket"][1] == "c", "clean": clean})
+    return out
+
+
+def _board(args) -> list[dict]:
+    return candidates(*args)
+
+
+def boards(scenarios, max_calls: int, workers: int) -> list[list[dict]]:
+    with ProcessPoolExecutor(workers) as pool:
+        return list(pool.map(_board, [(s, max_calls) for s in scenarios], chunksize=4))
+
+
+def key(c: dict) -> tuple[int, bool]:
+    """What a fitted rule sees of a shot: its cut, to CUT_BUCKET degrees, and side or corner pocket."""
+    return int(c["cut"] // CUT_BUCKET), c["side"]
+
+
+def fit(train: list[list[dict]]) -> dict[tuple, tuple[float, float]]:
+    """Per `key`, over every open shot of the train boards: (the clean-pot rate at its best speed, that speed)."""
+    n, hits = defaultdict(int), defaultdict(lambda: defaultdict(int))
+    for cands in train:
+        for c in cands:
+            n[key(c)] += 1
+            for v, ok in c["clean"].items():
+                hits[key(c)][v] += ok
+    return {k: max((hits[k][v] / n[k], -abs(v - MODEL_SPEED), v) for v in SPEED_GRID)[::2] for k in n}
+
+
+def rules(table: dict, max_calls: int) -> dict:
+    """Name -> (pick, speed): pick chooses one of a board's candidates (they are never empty here), speed says
+    at what speed to play it. Only what the reports show goes in."""
+    def first(cands):
+        return cands[0]  # the first open ball's first open shot: the reports' own order
+
+    def fitted_speed(c):
+        return table.get(key(c), (0.0, MODEL_SPEED))[1]
+
+    def best_fitted(cands):
+        return max(cands, key=lambda c: table.get(key(c), (0.0,))[0])
+
+    def smallest_cut(cands):
+        return min(cands, key=lambda c: c["cut"])
+
+    out = {f"first open shot at {v:g} m/s" + (" (the model's rule)" if v == MODEL_SPEED else ""):
+           (first, lambda c, v=v: v) for v in SPEED_GRID}
+    out[f"smallest cut of the {max_calls} calls' open shots at {MODEL_SPEED:g} m/s"] = (
+        smallest_cut, lambda c: MODEL_SPEED)
+    out["first open shot, fitted speed by cut and pocket"] = (first, fitted_speed)
+    out["fitted choice of shot and speed"] = (best_fitted, fitted_speed)
+    return out
+
+
+def score(cands_per_board: list[list[dict]], table: dict, max_calls: int) -> dict[str, int]:
+    """Clean pots of each rule, then the simulated ceilings, over the boards with an open shot."""
+    played = [cands for cands in cands_per_board if cands]
+    out = {}
+    for name, (pick, speed) in rules(table, max_calls).items():
+        out[name] = sum(c["clean"][speed(c)] for c in map(pick, played))
+    out["ceiling: the first open shot at its best speed"] = sum(any(cs[0]["clean"].values()) for cs in played)
+    out["ceiling: the first open ball's best shot and speed"] = sum(
+        any(any(c["clean"].values()) for c in cs if c["call"] == cs[0]["call"]) for cs in played)
+    out[f"ceiling: the best of the {max_calls} calls' open shots and speeds"] = sum(
+        any(any(c["clean"].values()) for c in cs) for cs in played)
+    return out
+
+
+def main(argv=None) -> int:
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=200, help="the first N held-out boards (seed 0), where rules are counted")
+    p.add_argument("--train_n", type=int, default=400, help="the first N train boards (seed 1, the pilot's), "
+                   "where rules are fitted")
+    p.add_argument("--workers", type=int, default=0, help="processes that simulate (0: one per core)")
+    a = p.parse_args(argv)
+    for flag, v, low in (("--n", a.n, 1), ("--train_n", a.train_n, 1), ("--workers", a.workers, 0)):
+        if v < low:
+            print(f"error: {flag} must be >= {low} (got {v})", file=sys.stderr)
+            return 2
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.llm.tools import MAX_CALLS
+    from poolbench_data.players.pool import resolve_workers
+
+    workers = resolve_workers(a.workers)
+    train = boards(generate(a.train_n, base_seed=1), MAX_CALLS, workers)
+    held_out = boards(generate(a.n, base_seed=0), MAX_CALLS, workers)
+    table = fit(train)
+    print(f"data: the first {a.train_n} train boards (seed 1) fit the rules; the first {a.n} held-out boards "
+          f"(seed 0), generated; open shots of the first {MAX_CALLS} own balls listed, speeds "
+          f"{', '.join(f'{v:g}' for v in SPEED_GRID)} m/s")
+    print(f"boards with an open shot: train {sum(map(bool, train))} of {a.train_n}, held-out "
+          f"{sum(map(bool, held_out))} of {a.n}\n")
+    print(f"{'clean pots':62}{'train':>7}{'held-out':>10}")
+    for (name, t), h in zip(score(train, table, MAX_CALLS).items(), score(held_out, table, MAX_CALLS).values()):
+        print(f"{name:62}{t:>7}{h:>10}")
+    print("\nfitted speed by (cut bucket, side pocket), train clean rate: " + ", ".join(
+        f"{k[0] * CUT_BUCKET:g}-{(k[0] + 1) * CUT_BUCKET:g}{' side' if k[1] else ''} {v:g} ({r:.2f})"
+        for k, (r, v) in sorted(table.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""benchmarks/bench_tool_rules.py: rules that choose a shot and a speed from what the tool's reports show, fitted
+on some boards and counted on others, beside the simulated ceilings (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from poolbench_data.boards.generate import generate
+from poolbench_data.core.records import Shot
+from poolbench_data.llm.tools import ball_report
+from poolbench_data.prefs.tool_sft import listed_own, played
+from poolbench_data.protocol.prompts import format_action
+
+REPO = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("bench_tool_rules", REPO / "benchmarks" / "bench_tool_rules.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def _shot(call: int, cut: float, side: bool, clean_at: set[float]) -> dict:
+    return {"call": call, "cut": cut, "side": side, "clean": {v: v in clean_at for v in bench.SPEED_GRID}}
+
+
+def test_candidates_are_the_open_shots_of_the_listed_calls_played_at_every_speed():
+    s = next(s for s in generate(8) if sum(ball_report(s, b)["open"] for b in listed_own(s)[:3]) >= 2)
+    cands = bench.candidates(s, 3)
+    opened = [(i, x) for i, b in enumerate(listed_own(s)[:3]) for x in ball_report(s, b)["shots"] if x["open"]]
+    assert [(c["call"], c["cut"]) for c in cands] == [(i, x["cut_angle_deg"]) for i, x in opened]
+    i, x = opened[0]
+    ball = listed_own(s)[i]
+    for v in (bench.SPEED_GRID[0], bench.MODEL_SPEED):  # the recorded outcome is the simulator's
+        m = played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=ball,
+                                         target_pocket=x["pocket"]), s))[1]
+        assert cands[0]["clean"][v] == m.clean_pot
+    assert bench.candidates(s, 1) == [c for c in cands if c["call"] == 0]
+
+
+def test_rules_are_fitted_on_one_set_and_counted_on_another():
+    # Train: thin cuts pot only at 8 m/s, straight ones at 5; a side pocket never.
+    train = [[_shot(0, 50.0, False, {8.0}), _shot(1, 5.0, False, {5.0})], [_shot(0, 5.0, True, set())],
+             [_shot(0, 52.0, False, {8.0, 10.0})]]
+    table = bench.fit(train)
+    assert table[bench.key(train[0][0])] == (1.0, 8.0) and table[bench.key(train[0][1])] == (1.0, 5.0)
+    assert table[bench.key(train[1][0])] == (0.0, bench.MODEL_SPEED)  # no speed pots: the model's stays
+    # Held-out: the first shot is a thin cut that pots at 8 only; the fitted speed finds it, the model's rule not.
+    held_out = [[_shot(0, 55.0, False, {8.0}), _shot(1, 40.0, True, {5.0})], [], [_shot(2, 3.0, False, {3.0})]]
+    got = bench.score(held_out, table, 3)
+    assert got["first open shot at 5 m/s (the model's rule)"] == 0
+    assert got["first open shot at 8 m/s"] == 1 and got["first open shot at 3 m/s"] == 1
+    assert got["smallest cut of the 3 calls' open shots at 5 m/s"] == 1  # the side pocket's 40 degrees, at 5
+    assert got["first open shot, fitted speed by cut and pocket"] == 1  # 55 -> 8 m/s; 3 -> 5 m/s misses
+    assert got["ceiling: the first open shot at its best speed"] == 2
+    assert got["ceiling: the first open ball's best shot and speed"] == 2
+    assert got["ceiling: the best of the 3 calls' open shots and speeds"] == 2
+
+
+def test_bad_sizes_exit_2_before_any_simulation(capsys):
+    assert bench.main(["--n", "0"]) == 2
+    assert "--n must be >= 1" in capsys.readouterr().err
+    assert bench.main(["--train_n", "-1"]) == 2 and bench.main(["--workers", "-1"]) == 2
