@@ -37,10 +37,44 @@ def candidates(s, max_calls: int) -> list[dict]:
         for x in ball_report(s, ball)["shots"]:
             if not x["open"]:
                 continue
-            clean = {v: played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=ball,
-                                                     target_pocket=x["pocket"]), s))[1].clean_pot for v in SPEED_GRID}
-            out.append({"call": call, "cut": x["cut_angle_deg"], "side": x["pocket"][1] == "c", "clean": clean})
+            metrics = {v: played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=ball,
+                                                       target_pocket=x["pocket"]), s))[1] for v in SPEED_GRID}
+            out.append({"call": call, "cut": x["cut_angle_deg"], "side": x["pocket"][1] == "c",
+                        "clean": {v: m.clean_pot for v, m in metrics.items()},
+                        "scratch": {v: "scratch" in m.foul_reasons for v, m in metrics.items()},
+                        "tangent_pocket": tangent_pocket(s, ball, x["pocket"])})
     return out
+
+
+def tangent_pocket(s, ball: str, pocket: str) -> bool:
+    """Whether the cue ball's line after contact by the 90-degree rule (the tangent line, no spin) runs into a
+    pocket before the first cushion: geometry a tool could show, no simulation."""
+    import math
+
+    from poolbench_data.core.geometry import aim_point, ghost_ball
+    from poolbench_data.core.table import geometry
+
+    pos = {b.id: (b.x, b.y) for b in s.balls}
+    (cx, cy), (tx, ty) = pos["cue"], pos[ball]
+    px, py = aim_point(tx, ty, pocket, "potting-point")
+    gx, gy = ghost_ball(tx, ty, px, py)
+    d = (gx - cx, gy - cy)
+    u = ((px - tx) / math.dist((px, py), (tx, ty)), (py - ty) / math.dist((px, py), (tx, ty)))
+    along = d[0] * u[0] + d[1] * u[1]
+    t = (d[0] - along * u[0], d[1] - along * u[1])
+    if math.hypot(*t) < 1e-9:
+        return False  # a straight shot: the cue ball stops (stun) or follows, no tangent line
+    geo = geometry()
+    tn = (t[0] / math.hypot(*t), t[1] / math.hypot(*t))
+    # Travel to the table's edge (the cushions' line); a pocket is on the way where the line enters its circle
+    # before that, or within a pocket's width past it (a corner pocket's mouth lies beyond both edges).
+    edge = min(((geo.width - gx) / tn[0]) if tn[0] > 0 else (-gx / tn[0]) if tn[0] < 0 else math.inf,
+               ((geo.length - gy) / tn[1]) if tn[1] > 0 else (-gy / tn[1]) if tn[1] < 0 else math.inf)
+    for p in geo.pockets:
+        ahead, off = (p.x - gx) * tn[0] + (p.y - gy) * tn[1], abs((p.x - gx) * tn[1] - (p.y - gy) * tn[0])
+        if ahead > 0 and off < p.radius and ahead - math.sqrt(p.radius ** 2 - off ** 2) <= edge + 2 * p.radius:
+            return True
+    return False
 
 
 def _board(args) -> list[dict]:
@@ -133,6 +167,11 @@ def main(argv=None) -> int:
     print(f"{'clean pots':62}{'train':>7}{'held-out':>10}")
     for (name, t), h in zip(score(train, table, MAX_CALLS).items(), score(held_out, table, MAX_CALLS).values()):
         print(f"{name:62}{t:>7}{h:>10}")
+    shots = [c for cands in train for c in cands]
+    for flag in (True, False):
+        some = [c for c in shots if c["tangent_pocket"] == flag]
+        print(f"train open shots whose tangent line {'runs' if flag else 'does not run'} into a pocket: "
+              f"{len(some)}, scratched at {MODEL_SPEED:g} m/s {sum(c['scratch'][MODEL_SPEED] for c in some)}")
     print("\nfitted speed by (cut bucket, side pocket), train clean rate: " + ", ".join(
         f"{k[0] * CUT_BUCKET:g}-{(k[0] + 1) * CUT_BUCKET:g}{' side' if k[1] else ''} {v:g} ({r:.2f})"
         for k, (r, v) in sorted(table.items())))

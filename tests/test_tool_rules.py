@@ -4,6 +4,7 @@ on some boards and counted on others, beside the simulated ceilings (docs/benchm
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 
 from poolbench_data.boards.generate import generate
@@ -59,3 +60,28 @@ def test_bad_sizes_exit_2_before_any_simulation(capsys):
     assert bench.main(["--n", "0"]) == 2
     assert "--n must be >= 1" in capsys.readouterr().err
     assert bench.main(["--train_n", "-1"]) == 2 and bench.main(["--workers", "-1"]) == 2
+
+
+def test_the_tangent_line_is_geometry_of_the_cut():
+    from poolbench_data.core.geometry import aim_point, ghost_ball
+    from poolbench_data.core.records import Scenario
+    from poolbench_data.core.table import geometry
+
+    # The ghost ball where the lines to rc's potting point and to rb's centre meet at a right angle (on the
+    # circle over them): cut into rc, the cue ball leaves along the line to rb when it comes from the rc-side of
+    # the shot line, away from it from the other side; a straight shot has no tangent line.
+    rb = next(p for p in geometry().pockets if p.id == "rb")
+    px, py = aim_point(0.5, 0.5, "rc", "potting-point")
+    centre, radius = ((px + rb.x) / 2, (py + rb.y) / 2), math.dist((px, py), (rb.x, rb.y)) / 2
+    gx, gy = centre[0] - radius * math.cos(0.3), centre[1] + radius * math.sin(0.3)
+    u = ((px - gx) / math.dist((px, py), (gx, gy)), (py - gy) / math.dist((px, py), (gx, gy)))
+    ball = (gx + geometry().ball_diameter * u[0], gy + geometry().ball_diameter * u[1])
+    assert aim_point(*ball, "rc", "potting-point") == (px, py)
+    seen = {}
+    for side in (1, -1):
+        t = (side * u[1], -side * u[0])
+        d = (math.cos(0.7) * u[0] + math.sin(0.7) * t[0], math.cos(0.7) * u[1] + math.sin(0.7) * t[1])
+        s = Scenario.create("t", "open", 0, {"cue": (gx - 0.3 * d[0], gy - 0.3 * d[1]), "1": ball, "8": (0.2, 2.0)})
+        seen[side] = bench.tangent_pocket(s, "1", "rc")
+    straight = Scenario.create("t", "open", 0, {"cue": (gx - 0.3 * u[0], gy - 0.3 * u[1]), "1": ball, "8": (0.2, 2.0)})
+    assert seen == {1: True, -1: False} and not bench.tangent_pocket(straight, "1", "rc")
