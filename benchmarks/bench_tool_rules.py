@@ -48,7 +48,7 @@ def candidates(s, max_calls: int) -> list[dict]:
 
 def tangent_pocket(s, ball: str, pocket: str) -> bool:
     """Whether the cue ball's line after contact by the 90-degree rule (the tangent line, no spin) runs into a
-    pocket before the first cushion: geometry a tool could show, no simulation."""
+    pocket by the first cushion: geometry a tool could show, no simulation."""
     import math
 
     from poolbench_data.core.geometry import aim_point, ghost_ball
@@ -58,20 +58,24 @@ def tangent_pocket(s, ball: str, pocket: str) -> bool:
     (cx, cy), (tx, ty) = pos["cue"], pos[ball]
     px, py = aim_point(tx, ty, pocket, "potting-point")
     gx, gy = ghost_ball(tx, ty, px, py)
-    d = (gx - cx, gy - cy)
-    u = ((px - tx) / math.dist((px, py), (tx, ty)), (py - ty) / math.dist((px, py), (tx, ty)))
-    along = d[0] * u[0] + d[1] * u[1]
-    t = (d[0] - along * u[0], d[1] - along * u[1])
-    if math.hypot(*t) < 1e-9:
+    span = math.dist((px, py), (tx, ty))
+    u = ((px - tx) / span, (py - ty) / span)  # the object ball's line
+    along = (gx - cx) * u[0] + (gy - cy) * u[1]
+    t = (gx - cx - along * u[0], gy - cy - along * u[1])  # the cue ball's travel less its part along that line
+    norm = math.hypot(*t)
+    if norm < 1e-9:
         return False  # a straight shot: the cue ball stops (stun) or follows, no tangent line
+    t = (t[0] / norm, t[1] / norm)
     geo = geometry()
-    tn = (t[0] / math.hypot(*t), t[1] / math.hypot(*t))
+
+    def to_edge(start: float, step: float, size: float) -> float:
+        return (size - start) / step if step > 0 else -start / step if step < 0 else math.inf
+
     # Travel to the table's edge (the cushions' line); a pocket is on the way where the line enters its circle
     # before that, or within a pocket's width past it (a corner pocket's mouth lies beyond both edges).
-    edge = min(((geo.width - gx) / tn[0]) if tn[0] > 0 else (-gx / tn[0]) if tn[0] < 0 else math.inf,
-               ((geo.length - gy) / tn[1]) if tn[1] > 0 else (-gy / tn[1]) if tn[1] < 0 else math.inf)
+    edge = min(to_edge(gx, t[0], geo.width), to_edge(gy, t[1], geo.length))
     for p in geo.pockets:
-        ahead, off = (p.x - gx) * tn[0] + (p.y - gy) * tn[1], abs((p.x - gx) * tn[1] - (p.y - gy) * tn[0])
+        ahead, off = (p.x - gx) * t[0] + (p.y - gy) * t[1], abs((p.x - gx) * t[1] - (p.y - gy) * t[0])
         if ahead > 0 and off < p.radius and ahead - math.sqrt(p.radius ** 2 - off ** 2) <= edge + 2 * p.radius:
             return True
     return False
