@@ -95,6 +95,58 @@ def test_event_limit_and_timeout_are_statuses(board):
     assert r.status == "timeout"
 
 
+def test_time_numba_spends_compiling_is_not_simulation_time(board, monkeypatch):
+    """A cold numba cache compiles pooltool's code during a process's first shots (~55 s on a 2-core Zen 3); that
+    time must not turn a shot into a timeout, while time spent simulating still does."""
+    import time
+
+    import numba.core.event as ev
+    from pooltool.evolution.event_based.simulate import _SimulationState
+
+    s = board({"cue": (0.5, 0.3), "1": (0.5, 1.0), "2": (0.2, 1.5), "9": (0.8, 1.5)})
+    step = _SimulationState.step
+
+    def slow_first_step(compiles: bool):
+        first = []
+
+        def stepped(self):
+            if not first:  # the first event takes 1.5 s, compiling or not; a whole warm shot takes ~30 ms
+                first.append(True)
+                if compiles:
+                    with ev.trigger_event("numba:compiler_lock"):  # as numba's compiler lock fires it
+                        with ev.trigger_event("numba:compiler_lock"):  # nested: a compile inside a compile
+                            time.sleep(1.5)
+                else:
+                    time.sleep(1.5)
+            return step(self)
+        return stepped
+
+    warm = simulate(s, Shot(90.0, 8.0))
+    monkeypatch.setattr(_SimulationState, "step", slow_first_step(True))
+    compiled = simulate(s, Shot(90.0, 8.0), timeout_s=1.0)
+    assert compiled.status == "ok" and compiled == warm
+    monkeypatch.setattr(_SimulationState, "step", slow_first_step(False))
+    assert simulate(s, Shot(90.0, 8.0), timeout_s=1.0).status == "timeout"
+
+
+@pytest.mark.slow
+def test_a_cold_numba_cache_gives_the_warm_result(tmp_path):
+    """End to end: a process with an empty numba cache simulates the same shot as this (warm) one."""
+    code = ("from poolbench_data.boards.generate import generate\n"
+            "from poolbench_data.core.physics import simulate\n"
+            "from poolbench_data.core.records import Shot\n"
+            "r = simulate(generate(1, base_seed=1)[0], Shot(phi=30.0, V0=3.0))\n"
+            "print(r.status, len(r.events), r.pocketed, r.final_positions)\n")
+    from poolbench_data.boards.generate import generate
+
+    r = simulate(generate(1, base_seed=1)[0], Shot(phi=30.0, V0=3.0))
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == f"{r.status} {len(r.events)} {r.pocketed} {r.final_positions}"
+    assert r.status == "ok"
+
+
 def test_scorer_is_pure_over_results():
     ev = (Event(0.0, "stick_ball", ("cue_stick", "cue")), Event(0.1, "ball_ball", ("cue", "11")),
           Event(0.3, "ball_pocket", ("11", "rt")), Event(0.5, "ball_pocket", ("3", "lt")))
