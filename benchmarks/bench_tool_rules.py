@@ -5,8 +5,12 @@ order. The tool SFT model writes the first open shot of the first open ball, at 
 each board, every open shot of the first MAX_CALLS own balls listed is played at each speed of SPEED_GRID. Rules
 that choose only from what the reports show (the cut, side or corner pocket, which call showed the shot) are
 fitted on the train boards and counted on the held-out boards, beside the simulated ceilings: the best of those
-shots and speeds on each board, which only the simulator knows. A preference stage teaches a choice the model
-can make from its input; what lies between the best such rule and the ceiling is what the input does not show.
+shots and speeds on each board, which only the simulator knows. Two more geometric facts a tool could add are
+tried as inputs (neither is in the report today): the cue ball's tangent line running into a pocket, and the
+balls' travel (cue ball to ghost ball plus object ball to pocket). Each rule's gains and losses against the
+model's rule on the same held-out boards give the exact McNemar p a model that learned the rule perfectly would
+reach. A preference stage teaches a choice the model can make from its input; what lies between the best such
+rule and the ceiling is what the input does not show.
 
     python benchmarks/bench_tool_rules.py --train_n 400 --n 200
 """
@@ -22,27 +26,35 @@ from poolbench_data.core.config import Parser
 SPEED_GRID = (3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0)
 MODEL_SPEED = 5.0  # the speed the tool SFT model writes (every answer of the 2026-11-27 pilots)
 CUT_BUCKET = 15.0  # degrees: the fitted rules' resolution in cut angle
+TRAVEL_BUCKET = 0.5  # metres: the travel rule's resolution (with cuts to 2 * CUT_BUCKET; finer cells overfit 400 boards)
+MODEL_RULE = f"first open shot at {MODEL_SPEED:g} m/s (the model's rule)"
 
 
 def candidates(s, max_calls: int) -> list[dict]:
     """Every open shot of the first `max_calls` own balls listed, in the order the reports show them, with
     what the model can see of it and, for each speed, whether it is a clean pot."""
+    import math
+
+    from poolbench_data.core.geometry import aim_point, ghost_ball
     from poolbench_data.core.records import Shot
     from poolbench_data.llm.tools import ball_report
     from poolbench_data.prefs.tool_sft import listed_own, played
     from poolbench_data.protocol.prompts import format_action
 
+    pos = {b.id: (b.x, b.y) for b in s.balls}
     out = []
     for call, ball in enumerate(listed_own(s)[:max_calls]):
         for x in ball_report(s, ball)["shots"]:
             if not x["open"]:
                 continue
+            point = aim_point(*pos[ball], x["pocket"], "potting-point")
             metrics = {v: played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=ball,
                                                        target_pocket=x["pocket"]), s))[1] for v in SPEED_GRID}
             out.append({"call": call, "cut": x["cut_angle_deg"], "side": x["pocket"][1] == "c",
                         "clean": {v: m.clean_pot for v, m in metrics.items()},
                         "scratch": {v: "scratch" in m.foul_reasons for v, m in metrics.items()},
-                        "tangent_pocket": tangent_pocket(s, ball, x["pocket"])})
+                        "tangent_pocket": tangent_pocket(s, ball, x["pocket"]),
+                        "travel": math.dist(pos["cue"], ghost_ball(*pos[ball], *point)) + math.dist(pos[ball], point)})
     return out
 
 
@@ -95,20 +107,32 @@ def key(c: dict) -> tuple[int, bool]:
     return int(c["cut"] // CUT_BUCKET), c["side"]
 
 
-def fit(train: list[list[dict]]) -> dict[tuple, tuple[float, float]]:
-    """Per `key`, over every open shot of the train boards: (the clean-pot rate at its best speed, that speed)."""
+def travel_key(c: dict) -> tuple[int, int]:
+    """The travel rule's view of a shot: its cut, to 2 * CUT_BUCKET degrees, and the balls' travel."""
+    return int(c["cut"] // (2 * CUT_BUCKET)), min(int(c["travel"] // TRAVEL_BUCKET), 4)
+
+
+def fit(train: list[list[dict]], by=key) -> dict[tuple, tuple[float, float]]:
+    """Per `by(shot)`, over every open shot of the train boards: (the clean-pot rate at its best speed, that
+    speed)."""
     n, hits = defaultdict(int), defaultdict(lambda: defaultdict(int))
     for cands in train:
         for c in cands:
-            n[key(c)] += 1
+            n[by(c)] += 1
             for v, ok in c["clean"].items():
-                hits[key(c)][v] += ok
+                hits[by(c)][v] += ok
     return {k: max((hits[k][v] / n[k], -abs(v - MODEL_SPEED), v) for v in SPEED_GRID)[::2] for k in n}
 
 
-def rules(table: dict, max_calls: int) -> dict:
+def fits(train: list[list[dict]]) -> dict[str, dict]:
+    """The fitted tables the rules read: by cut and pocket (what the reports show), by cut and travel."""
+    return {"pocket": fit(train), "travel": fit(train, travel_key)}
+
+
+def rules(tables: dict, max_calls: int) -> dict:
     """Name -> (pick, speed): pick chooses one of a board's candidates (they are never empty here), speed says
-    at what speed to play it. Only what the reports show goes in."""
+    at what speed to play it. Only what the reports show, or geometry a tool could add, goes in."""
+    table = tables["pocket"]
     def first(cands):
         return cands[0]  # the first open ball's first open shot: the reports' own order
 
@@ -121,26 +145,49 @@ def rules(table: dict, max_calls: int) -> dict:
     def smallest_cut(cands):
         return min(cands, key=lambda c: c["cut"])
 
+    def no_tangent_pocket(cands):
+        return next((c for c in cands if not c["tangent_pocket"]), cands[0])
+
+    def travel_speed(c):
+        return tables["travel"].get(travel_key(c), (0.0, MODEL_SPEED))[1]
+
     out = {f"first open shot at {v:g} m/s" + (" (the model's rule)" if v == MODEL_SPEED else ""):
            (first, lambda c, v=v: v) for v in SPEED_GRID}
     out[f"smallest cut of the {max_calls} calls' open shots at {MODEL_SPEED:g} m/s"] = (
         smallest_cut, lambda c: MODEL_SPEED)
     out["first open shot, fitted speed by cut and pocket"] = (first, fitted_speed)
     out["fitted choice of shot and speed"] = (best_fitted, fitted_speed)
+    out[f"first open shot whose tangent line misses the pockets, {MODEL_SPEED:g} m/s"] = (
+        no_tangent_pocket, lambda c: MODEL_SPEED)
+    out["first open shot, fitted speed by cut and travel"] = (first, travel_speed)
     return out
 
 
-def score(cands_per_board: list[list[dict]], table: dict, max_calls: int) -> dict[str, int]:
-    """Clean pots of each rule, then the simulated ceilings, over the boards with an open shot."""
+def score(cands_per_board: list[list[dict]], tables: dict, max_calls: int) -> dict[str, list[bool]]:
+    """Clean pot or not, board by board, of each rule, then of the simulated ceilings, over the boards with an
+    open shot."""
     played = [cands for cands in cands_per_board if cands]
     out = {}
-    for name, (pick, speed) in rules(table, max_calls).items():
-        out[name] = sum(c["clean"][speed(c)] for c in map(pick, played))
-    out["ceiling: the first open shot at its best speed"] = sum(any(cs[0]["clean"].values()) for cs in played)
-    out["ceiling: the first open ball's best shot and speed"] = sum(
-        any(any(c["clean"].values()) for c in cs if c["call"] == cs[0]["call"]) for cs in played)
-    out[f"ceiling: the best of the {max_calls} calls' open shots and speeds"] = sum(
-        any(any(c["clean"].values()) for c in cs) for cs in played)
+    for name, (pick, speed) in rules(tables, max_calls).items():
+        out[name] = [c["clean"][speed(c)] for c in map(pick, played)]
+    out["ceiling: the first open shot at its best speed"] = [any(cs[0]["clean"].values()) for cs in played]
+    out["ceiling: the first open ball's best shot and speed"] = [
+        any(any(c["clean"].values()) for c in cs if c["call"] == cs[0]["call"]) for cs in played]
+    out[f"ceiling: the best of the {max_calls} calls' open shots and speeds"] = [
+        any(any(c["clean"].values()) for c in cs) for cs in played]
+    return out
+
+
+def against_model(outcomes: dict[str, list[bool]]) -> dict[str, tuple[int, int, float]]:
+    """Per rule: boards it pots that the model's rule does not, the reverse, and the exact McNemar p."""
+    from poolbench_data.report.stats import mcnemar_exact
+
+    base = outcomes[MODEL_RULE]
+    out = {}
+    for name, got in outcomes.items():
+        gained = sum(g and not b for g, b in zip(got, base))
+        lost = sum(b and not g for g, b in zip(got, base))
+        out[name] = (gained, lost, mcnemar_exact(gained, lost))
     return out
 
 
@@ -162,15 +209,17 @@ def main(argv=None) -> int:
     workers = resolve_workers(a.workers)
     train = boards(generate(a.train_n, base_seed=1), MAX_CALLS, workers)
     held_out = boards(generate(a.n, base_seed=0), MAX_CALLS, workers)
-    table = fit(train)
+    tables = fits(train)
     print(f"data: the first {a.train_n} train boards (seed 1) fit the rules; the first {a.n} held-out boards "
           f"(seed 0), generated; open shots of the first {MAX_CALLS} own balls listed, speeds "
           f"{', '.join(f'{v:g}' for v in SPEED_GRID)} m/s")
     print(f"boards with an open shot: train {sum(map(bool, train))} of {a.train_n}, held-out "
           f"{sum(map(bool, held_out))} of {a.n}\n")
-    print(f"{'clean pots':62}{'train':>7}{'held-out':>10}")
-    for (name, t), h in zip(score(train, table, MAX_CALLS).items(), score(held_out, table, MAX_CALLS).values()):
-        print(f"{name:62}{t:>7}{h:>10}")
+    held = score(held_out, tables, MAX_CALLS)
+    print(f"{'clean pots':62}{'train':>7}{'held-out':>10}   held-out against the model's rule: gained, lost, p")
+    for (name, t), h, (g, lost, pv) in zip(score(train, tables, MAX_CALLS).items(), held.values(),
+                                         against_model(held).values()):
+        print(f"{name:62}{sum(t):>7}{sum(h):>10}   {g:>3} {lost:>3}  {pv:.3f}")
     shots = [c for cands in train for c in cands]
     for flag in (True, False):
         some = [c for c in shots if c["tangent_pocket"] == flag]
@@ -178,7 +227,7 @@ def main(argv=None) -> int:
               f"{len(some)}, scratched at {MODEL_SPEED:g} m/s {sum(c['scratch'][MODEL_SPEED] for c in some)}")
     print("\nfitted speed by (cut bucket, side pocket), train clean rate: " + ", ".join(
         f"{k[0] * CUT_BUCKET:g}-{(k[0] + 1) * CUT_BUCKET:g}{' side' if k[1] else ''} {v:g} ({r:.2f})"
-        for k, (r, v) in sorted(table.items())))
+        for k, (r, v) in sorted(tables["pocket"].items())))
     return 0
 
 

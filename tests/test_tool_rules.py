@@ -19,8 +19,9 @@ bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 
 
-def _shot(call: int, cut: float, side: bool, clean_at: set[float]) -> dict:
-    return {"call": call, "cut": cut, "side": side, "clean": {v: v in clean_at for v in bench.SPEED_GRID}}
+def _shot(call: int, cut: float, side: bool, clean_at: set[float], tangent: bool = False, travel: float = 1.0):
+    return {"call": call, "cut": cut, "side": side, "clean": {v: v in clean_at for v in bench.SPEED_GRID},
+            "tangent_pocket": tangent, "travel": travel}
 
 
 def test_candidates_are_the_open_shots_of_the_listed_calls_played_at_every_speed():
@@ -34,6 +35,10 @@ def test_candidates_are_the_open_shots_of_the_listed_calls_played_at_every_speed
         m = played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=ball,
                                          target_pocket=x["pocket"]), s))[1]
         assert cands[0]["clean"][v] == m.clean_pot
+    from poolbench_data.core.geometry import aim_point, ghost_ball
+    pos = {b.id: (b.x, b.y) for b in s.balls}
+    point = aim_point(*pos[ball], x["pocket"], "potting-point")
+    assert cands[0]["travel"] == math.dist(pos["cue"], ghost_ball(*pos[ball], *point)) + math.dist(pos[ball], point)
     assert bench.candidates(s, 1) == [c for c in cands if c["call"] == 0]
 
 
@@ -46,7 +51,9 @@ def test_rules_are_fitted_on_one_set_and_counted_on_another():
     assert table[bench.key(train[1][0])] == (0.0, bench.MODEL_SPEED)  # no speed pots: the model's stays
     # Held-out: the first shot is a thin cut that pots at 8 only; the fitted speed finds it, the model's rule not.
     held_out = [[_shot(0, 55.0, False, {8.0}), _shot(1, 40.0, True, {5.0})], [], [_shot(2, 3.0, False, {3.0})]]
-    got = bench.score(held_out, table, 3)
+    outcomes = bench.score(held_out, bench.fits(train), 3)
+    assert all(len(v) == 2 for v in outcomes.values())  # the boards with an open shot, in order
+    got = {name: sum(v) for name, v in outcomes.items()}
     assert got["first open shot at 5 m/s (the model's rule)"] == 0
     assert got["first open shot at 8 m/s"] == 1 and got["first open shot at 3 m/s"] == 1
     assert got["smallest cut of the 3 calls' open shots at 5 m/s"] == 1  # the side pocket's 40 degrees, at 5
@@ -54,6 +61,24 @@ def test_rules_are_fitted_on_one_set_and_counted_on_another():
     assert got["ceiling: the first open shot at its best speed"] == 2
     assert got["ceiling: the first open ball's best shot and speed"] == 2
     assert got["ceiling: the best of the 3 calls' open shots and speeds"] == 2
+    vs = bench.against_model(outcomes)
+    assert vs[bench.MODEL_RULE] == (0, 0, 1.0) and vs["first open shot at 8 m/s"] == (1, 0, 1.0)
+
+
+def test_the_added_geometry_rules_read_the_tangent_line_and_the_travel():
+    # Train: short shots pot at 3 m/s only, long ones at 8, whatever the pocket; the tangent flag costs the pot.
+    train = [[_shot(0, 10.0, False, {3.0}, travel=0.4)], [_shot(0, 10.0, False, {8.0}, True, 2.2)],
+             [_shot(0, 12.0, False, {3.0}, travel=0.3)], [_shot(0, 14.0, False, {8.0}, True, 2.4)]]
+    tables = bench.fits(train)
+    assert tables["travel"][bench.travel_key(train[0][0])] == (1.0, 3.0)
+    assert tables["pocket"][bench.key(train[0][0])] == (0.5, 3.0)  # by cut and pocket the two kinds are one cell
+    held_out = [[_shot(0, 11.0, False, {3.0}, travel=0.2)], [_shot(0, 13.0, False, {8.0}, travel=2.3)],
+                [_shot(0, 5.0, False, set(), tangent=True), _shot(1, 30.0, False, {5.0})]]
+    got = {name: sum(v) for name, v in bench.score(held_out, tables, 3).items()}
+    assert got["first open shot, fitted speed by cut and travel"] == 2
+    assert got["first open shot, fitted speed by cut and pocket"] == 1
+    assert got["first open shot whose tangent line misses the pockets, 5 m/s"] == 1  # board 3's second shot
+    assert got[bench.MODEL_RULE] == 0
 
 
 def test_bad_sizes_exit_2_before_any_simulation(capsys):
