@@ -59,6 +59,8 @@ def test_results_json_has_lm_evals_shape_and_validates(run):
     assert whole["parseable,none"] == 0.5 and whole["parseable_n,none"] == 6  # half the samples parse
     assert whole["parseable_pass@2,none"] == 1.0  # ... and every board has one that does
     assert doc["versions"]["pooltool"] and "random" in doc["baselines"]
+    summary = json.loads((tmp / "out" / "summary.json").read_text())
+    assert summary["simulator_stops"] == {}  # every shot here ran to rest
 
 
 @pytest.mark.slow

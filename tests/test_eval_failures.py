@@ -448,3 +448,26 @@ def test_score_names_a_nan_temperature_as_stored(tmp_path, capsys):
     assert main(["score", str(traces), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "the stored temperature is nan" in err and "--temperature" not in err
+
+
+def test_simulations_stopped_early_are_counted_and_named():
+    """A shot whose simulation hit the event limit (or the wall clock) is scored from where the balls were; the
+    report counts such shots per player instead of letting them pass as any other shot."""
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.core.physics import simulate
+    from poolbench_data.core.records import Shot
+    from poolbench_data.evaluation.outputs import simulator_stops, stops_line
+    from poolbench_data.players.play import play_shot
+
+    s = generate(1)[0]
+    shot = Shot(phi=30.0, V0=6.0)
+    stopped = simulate(s, shot, max_events=3)
+    assert stopped.status == "event-limit"
+    records = [play_shot(s, shot, player="m", kind="llm"), play_shot(s, shot, player="m", kind="llm", result=stopped),
+               play_shot(s, None, player="m", kind="llm", parse_status="no-json"),
+               play_shot(s, shot, player="random", kind="random", result=stopped)]
+    stops = simulator_stops(records)
+    assert stops == {"m": {"event-limit": 1}, "random": {"event-limit": 1}}
+    line = stops_line(stops)
+    assert "m: event-limit 1" in line and "random: event-limit 1" in line and "MAX_EVENTS" in line
+    assert simulator_stops(records[:1]) == {} and stops_line({}) == ""

@@ -118,6 +118,25 @@ def request_failures(config, name: str, llm_records) -> dict:
             "max_failed_share": config.max_failed_share, "incomplete": incomplete, "text": text, "example": example}
 
 
+def simulator_stops(records) -> dict[str, dict[str, int]]:
+    """Per player, the fired shots whose simulation stopped before the balls came to rest (`timeout`, `event-limit`):
+    they are scored from where the balls were, so the report names them rather than count them as any shot."""
+    out: dict[str, dict[str, int]] = {}
+    for r in records:
+        status = r.result.status if r.result is not None else "ok"
+        if status in ("timeout", "event-limit"):
+            out.setdefault(r.player, {})[status] = out.get(r.player, {}).get(status, 0) + 1
+    return out
+
+
+def stops_line(stops: dict[str, dict[str, int]]) -> str:
+    """The report's line for `simulator_stops`; empty when every simulation ran to rest."""
+    if not stops:
+        return ""
+    return ("Simulations stopped early, scored from where the balls were (core.physics: MAX_EVENTS, TIMEOUT_S): "
+            + "; ".join(f"{p}: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())) for p, by in stops.items()))
+
+
 def report(config, name, scenarios, baselines, base_records, llm_records, oracle_shots, out: Path,
             failed: dict) -> tuple[str, dict]:
     """Print-ready report and the summary it prints (also summary.json); draws the heatmap and the board PNGs.
@@ -139,16 +158,20 @@ def report(config, name, scenarios, baselines, base_records, llm_records, oracle
     title = (f"PoolBench: {len(scenarios)} scenarios (seed {config.seed}), {name} x{config.samples} "
              f"(T={config.temperature}, max_tokens={config.max_tokens}, {mode}, {config.few_shot}-shot). "
              "Wilson 95% CIs.")
+    stops = simulator_stops(base_records + llm_records)
     render_heatmap(summary, out / "heatmap_contact.png")
     draw_boards(scenarios, base_records + llm_records, baselines + [name], out, config.boards)
     (out / "summary.json").write_text(json.dumps({"summary": summary, "decomposition": decomp,
                                                   "parse_status": parse_summary(llm_records),
-                                                  "request_failures": failed}, indent=2, sort_keys=True))
+                                                  "request_failures": failed, "simulator_stops": stops},
+                                                 indent=2, sort_keys=True))
     parse_line = f"Parse status ({name}): {parse_summary(llm_records)}"
     if failed["failed"]:
         rates = (f"its rates count its {len(answered)} answered shots only" if answered else
                  f"{name} has no row: none of its shots was answered")
         parse_line += f"\nRequests failed: {failed['text']}; {rates}"
+    if stops:
+        parse_line += "\n" + stops_line(stops)
     parts = [format_table(summary, title), format_categories(summary), parse_line, format_decomposition(decomp)]
     if failed["incomplete"]:
         parts.insert(0, f"INCOMPLETE: {failed['text']}; these results are not a measurement of {name}")
