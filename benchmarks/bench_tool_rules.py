@@ -6,11 +6,11 @@ each board, every open shot of the first MAX_CALLS own balls listed is played at
 that choose only from what the reports show (the cut, side or corner pocket, which call showed the shot) are
 fitted on the train boards and counted on the held-out boards, beside the simulated ceilings: the best of those
 shots and speeds on each board, which only the simulator knows. Two more geometric facts a tool could add are
-tried as inputs (neither is in the report today): the cue ball's tangent line running into a pocket, and the
-balls' travel (cue ball to ghost ball plus object ball to pocket). Each rule's gains and losses against the
-model's rule on the same held-out boards give the exact McNemar p a model that learned the rule perfectly would
-reach. A preference stage teaches a choice the model can make from its input; what lies between the best such
-rule and the ceiling is what the input does not show.
+tried as inputs (neither is in the report today): where the cue ball's tangent line runs into a pocket (off up
+to PATH_CUSHIONS cushions), and the balls' travel (cue ball to ghost ball plus object ball to pocket). Each
+rule's gains and losses against the model's rule on the same held-out boards give the exact McNemar p a model
+that learned the rule perfectly would reach. A preference stage teaches a choice the model can make from its
+input; what lies between the best such rule and the ceiling is what the input does not show.
 
     python benchmarks/bench_tool_rules.py --train_n 400 --n 200
 """
@@ -26,6 +26,7 @@ from poolbench_data.core.config import Parser
 SPEED_GRID = (3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0)
 MODEL_SPEED = 5.0  # the speed the tool SFT model writes (every answer of the 2026-11-27 pilots)
 CUT_BUCKET = 15.0  # degrees: the fitted rules' resolution in cut angle
+PATH_CUSHIONS = 3  # cushions the tangent line is followed off
 TRAVEL_BUCKET = 0.5  # metres: the travel rule's resolution (with cuts to 2 * CUT_BUCKET; finer cells overfit 400 boards)
 MODEL_RULE = f"first open shot at {MODEL_SPEED:g} m/s (the model's rule)"
 
@@ -53,44 +54,58 @@ def candidates(s, max_calls: int) -> list[dict]:
             out.append({"call": call, "cut": x["cut_angle_deg"], "side": x["pocket"][1] == "c",
                         "clean": {v: m.clean_pot for v, m in metrics.items()},
                         "scratch": {v: "scratch" in m.foul_reasons for v, m in metrics.items()},
-                        "tangent_pocket": tangent_pocket(s, ball, x["pocket"]),
+                        "tangent_path": tangent_path(s, ball, x["pocket"]),
                         "travel": math.dist(pos["cue"], ghost_ball(*pos[ball], *point)) + math.dist(pos[ball], point)})
     return out
 
 
-def tangent_pocket(s, ball: str, pocket: str) -> bool:
-    """Whether the cue ball's line after contact by the 90-degree rule (the tangent line, no spin) runs into a
-    pocket by the first cushion: geometry a tool could show, no simulation."""
+def tangent_path(s, ball: str, pocket: str, cushions: int = PATH_CUSHIONS) -> int | None:
+    """How many cushions the cue ball's line after contact by the 90-degree rule (the tangent line, no spin,
+    reflected off each cushion as a mirror) meets before it runs into a pocket, up to `cushions`; None when it
+    meets none, or for a straight shot. Geometry a tool could show, no simulation."""
     import math
 
     from poolbench_data.core.geometry import aim_point, ghost_ball
-    from poolbench_data.core.table import geometry
 
     pos = {b.id: (b.x, b.y) for b in s.balls}
     (cx, cy), (tx, ty) = pos["cue"], pos[ball]
     px, py = aim_point(tx, ty, pocket, "potting-point")
-    gx, gy = ghost_ball(tx, ty, px, py)
+    x, y = ghost_ball(tx, ty, px, py)
     span = math.dist((px, py), (tx, ty))
     u = ((px - tx) / span, (py - ty) / span)  # the object ball's line
-    along = (gx - cx) * u[0] + (gy - cy) * u[1]
-    t = (gx - cx - along * u[0], gy - cy - along * u[1])  # the cue ball's travel less its part along that line
+    along = (x - cx) * u[0] + (y - cy) * u[1]
+    t = (x - cx - along * u[0], y - cy - along * u[1])  # the cue ball's travel less its part along that line
     norm = math.hypot(*t)
     if norm < 1e-9:
-        return False  # a straight shot: the cue ball stops (stun) or follows, no tangent line
-    t = (t[0] / norm, t[1] / norm)
+        return None  # a straight shot: the cue ball stops (stun) or follows, no tangent line
+    return path_pocket(x, y, t[0] / norm, t[1] / norm, cushions)
+
+
+def path_pocket(x: float, y: float, dx: float, dy: float, cushions: int) -> int | None:
+    """A ball's straight path from (x, y) along the unit (dx, dy), mirrored off the cushions: how many cushions it
+    meets before it runs into a pocket, up to `cushions`; else None."""
+    import math
+
+    from poolbench_data.core.table import geometry
+
     geo = geometry()
+    r = geo.ball_radius
 
-    def to_edge(start: float, step: float, size: float) -> float:
-        return (size - start) / step if step > 0 else -start / step if step < 0 else math.inf
+    def to_edge(start: float, step: float, size: float) -> float:  # where the ball's centre meets the cushion
+        return (size - r - start) / step if step > 0 else (r - start) / step if step < 0 else math.inf
 
-    # Travel to the table's edge (the cushions' line); a pocket is on the way where the line enters its circle
-    # before that, or within a pocket's width past it (a corner pocket's mouth lies beyond both edges).
-    edge = min(to_edge(gx, t[0], geo.width), to_edge(gy, t[1], geo.length))
-    for p in geo.pockets:
-        ahead, off = (p.x - gx) * t[0] + (p.y - gy) * t[1], abs((p.x - gx) * t[1] - (p.y - gy) * t[0])
-        if ahead > 0 and off < p.radius and ahead - math.sqrt(p.radius ** 2 - off ** 2) <= edge + 2 * p.radius:
-            return True
-    return False
+    for k in range(cushions + 1):
+        # A pocket is on the way where the line enters its circle before the cushion, or within a pocket's width
+        # past it (a corner pocket's mouth lies beyond both cushions).
+        along_x, along_y = to_edge(x, dx, geo.width), to_edge(y, dy, geo.length)
+        edge = min(along_x, along_y)
+        for p in geo.pockets:
+            ahead, off = (p.x - x) * dx + (p.y - y) * dy, abs((p.x - x) * dy - (p.y - y) * dx)
+            if ahead > 0 and off < p.radius and ahead - math.sqrt(p.radius ** 2 - off ** 2) <= edge + 2 * p.radius:
+                return k
+        x, y = x + edge * dx, y + edge * dy
+        dx, dy = (-dx if along_x <= along_y else dx), (-dy if along_y <= along_x else dy)
+    return None
 
 
 def _board(args) -> list[dict]:
@@ -146,7 +161,7 @@ def rules(tables: dict, max_calls: int) -> dict:
         return min(cands, key=lambda c: c["cut"])
 
     def no_tangent_pocket(cands):
-        return next((c for c in cands if not c["tangent_pocket"]), cands[0])
+        return next((c for c in cands if c["tangent_path"] != 0), cands[0])
 
     def travel_speed(c):
         return tables["travel"].get(travel_key(c), (0.0, MODEL_SPEED))[1]
@@ -159,6 +174,9 @@ def rules(tables: dict, max_calls: int) -> dict:
     out["fitted choice of shot and speed"] = (best_fitted, fitted_speed)
     out[f"first open shot whose tangent line misses the pockets, {MODEL_SPEED:g} m/s"] = (
         no_tangent_pocket, lambda c: MODEL_SPEED)
+    # Within PATH_CUSHIONS cushions; else MODEL_SPEED
+    out[f"first open shot, {SPEED_GRID[0]:g} m/s where its tangent line meets a pocket"] = (
+        first, lambda c: SPEED_GRID[0] if c["tangent_path"] is not None else MODEL_SPEED)
     out["first open shot, fitted speed by cut and travel"] = (first, travel_speed)
     return out
 
@@ -220,11 +238,16 @@ def main(argv=None) -> int:
     for (name, t), h, (g, lost, pv) in zip(score(train, tables, MAX_CALLS).items(), held.values(),
                                          against_model(held).values()):
         print(f"{name:62}{sum(t):>7}{sum(h):>10}   {g:>3} {lost:>3}  {pv:.3f}")
+    missed = [cs[0] for cs in held_out if cs and not cs[0]["clean"][MODEL_SPEED]]
+    scratched = [c for c in missed if c["scratch"][MODEL_SPEED]]
+    print(f"\nheld-out boards the model's rule misses: {len(missed)}; its shot scratched on {len(scratched)}, "
+          f"of which {sum(c['clean'][SPEED_GRID[0]] for c in scratched)} pot cleanly at {SPEED_GRID[0]:g} m/s")
     shots = [c for cands in train for c in cands]
-    for flag in (True, False):
-        some = [c for c in shots if c["tangent_pocket"] == flag]
-        print(f"train open shots whose tangent line {'runs' if flag else 'does not run'} into a pocket: "
-              f"{len(some)}, scratched at {MODEL_SPEED:g} m/s {sum(c['scratch'][MODEL_SPEED] for c in some)}")
+    for k in (*range(PATH_CUSHIONS + 1), None):
+        some = [c for c in shots if c["tangent_path"] == k]
+        where = f"meets a pocket after {k} cushions" if k is not None else f"meets none within {PATH_CUSHIONS}"
+        print(f"train open shots whose tangent line {where}: {len(some)}, scratched at {MODEL_SPEED:g} m/s "
+              f"{sum(c['scratch'][MODEL_SPEED] for c in some)}")
     print("\nfitted speed by (cut bucket, side pocket), train clean rate: " + ", ".join(
         f"{k[0] * CUT_BUCKET:g}-{(k[0] + 1) * CUT_BUCKET:g}{' side' if k[1] else ''} {v:g} ({r:.2f})"
         for k, (r, v) in sorted(tables["pocket"].items())))

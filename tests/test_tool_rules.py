@@ -21,7 +21,7 @@ spec.loader.exec_module(bench)
 
 def _shot(call: int, cut: float, side: bool, clean_at: set[float], tangent: bool = False, travel: float = 1.0):
     return {"call": call, "cut": cut, "side": side, "clean": {v: v in clean_at for v in bench.SPEED_GRID},
-            "tangent_pocket": tangent, "travel": travel}
+            "tangent_path": 0 if tangent else None, "travel": travel}
 
 
 def test_candidates_are_the_open_shots_of_the_listed_calls_played_at_every_speed():
@@ -73,11 +73,13 @@ def test_the_added_geometry_rules_read_the_tangent_line_and_the_travel():
     assert tables["travel"][bench.travel_key(train[0][0])] == (1.0, 3.0)
     assert tables["pocket"][bench.key(train[0][0])] == (0.5, 3.0)  # by cut and pocket the two kinds are one cell
     held_out = [[_shot(0, 11.0, False, {3.0}, travel=0.2)], [_shot(0, 13.0, False, {8.0}, travel=2.3)],
-                [_shot(0, 5.0, False, set(), tangent=True), _shot(1, 30.0, False, {5.0})]]
+                [_shot(0, 5.0, False, set(), tangent=True), _shot(1, 30.0, False, {5.0})],
+                [_shot(0, 70.0, False, {3.0}, tangent=True)]]  # no fitted cell: only the tangent line slows it
     got = {name: sum(v) for name, v in bench.score(held_out, tables, 3).items()}
     assert got["first open shot, fitted speed by cut and travel"] == 2
     assert got["first open shot, fitted speed by cut and pocket"] == 1
     assert got["first open shot whose tangent line misses the pockets, 5 m/s"] == 1  # board 3's second shot
+    assert got["first open shot, 3 m/s where its tangent line meets a pocket"] == 1  # the last board
     assert got[bench.MODEL_RULE] == 0
 
 
@@ -107,6 +109,26 @@ def test_the_tangent_line_is_geometry_of_the_cut():
         t = (side * u[1], -side * u[0])
         d = (math.cos(0.7) * u[0] + math.sin(0.7) * t[0], math.cos(0.7) * u[1] + math.sin(0.7) * t[1])
         s = Scenario.create("t", "open", 0, {"cue": (gx - 0.3 * d[0], gy - 0.3 * d[1]), "1": ball, "8": (0.2, 2.0)})
-        seen[side] = bench.tangent_pocket(s, "1", "rc")
+        seen[side] = bench.tangent_path(s, "1", "rc", cushions=0)
     straight = Scenario.create("t", "open", 0, {"cue": (gx - 0.3 * u[0], gy - 0.3 * u[1]), "1": ball, "8": (0.2, 2.0)})
-    assert seen == {1: True, -1: False} and not bench.tangent_pocket(straight, "1", "rc")
+    assert seen == {1: 0, -1: None} and bench.tangent_path(straight, "1", "rc") is None
+
+
+def test_a_path_is_mirrored_off_the_cushions_into_a_pocket():
+    from poolbench_data.core.table import geometry
+
+    geo = geometry()
+    lb, r = next(p for p in geo.pockets if p.id == "lb"), geo.ball_radius
+    x, y = geo.width / 2, geo.length / 2
+
+    def toward(tx, ty):
+        n = math.dist((x, y), (tx, ty))
+        return (tx - x) / n, (ty - y) / n
+
+    assert bench.path_pocket(x, y, *toward(lb.x, lb.y), cushions=3) == 0
+    # Aimed at lb's mirror image across the right cushion (where the ball's centre meets it): one cushion, then lb.
+    mirrored = toward(2 * (geo.width - r) - lb.x, lb.y)
+    assert bench.path_pocket(x, y, *mirrored, cushions=3) == 1
+    assert bench.path_pocket(x, y, *mirrored, cushions=0) is None
+    assert bench.path_pocket(x, y, 1.0, 0.0, cushions=3) == 0  # straight across into the side pocket rc
+    assert bench.path_pocket(x, geo.length / 4, 1.0, 0.0, cushions=3) is None  # across and back, off the pockets
