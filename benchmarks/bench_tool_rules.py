@@ -27,7 +27,7 @@ SPEED_GRID = (3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0)
 MODEL_SPEED = 5.0  # the speed the tool SFT model writes (every answer of the 2026-11-27 pilots)
 CUT_BUCKET = 15.0  # degrees: the fitted rules' resolution in cut angle
 PATH_CUSHIONS = 3  # cushions the tangent line is followed off
-TRAVEL_BUCKET = 0.5  # metres: the travel rule's resolution (with cuts to 2 * CUT_BUCKET; finer cells overfit 400 boards)
+TRAVEL_BUCKET = 0.5  # metres: the travel rule's resolution, with cuts to 2 * CUT_BUCKET (finer cells overfit)
 MODEL_RULE = f"first open shot at {MODEL_SPEED:g} m/s (the model's rule)"
 
 
