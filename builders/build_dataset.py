@@ -75,7 +75,8 @@ def build(args: ScriptArguments) -> None:
                              executor=args.executor, ray_address=args.ray_address or None)
     sims = counts.pop("simulations")
     print(f"wrote {args.output_dir}{f' (shard {args.shard})' if shard else ''}: {counts}; "
-          f"simulations run {sims['run']}, saved {sims['saved']}")
+          f"simulations run {sims['run']}, saved {sims['saved']}; played shots whose simulation stopped early "
+          f"(scored from where the balls were; sim_status in the traces): {sims['stopped']}")
     args.maybe_push(args.output_dir)
 
 

@@ -31,6 +31,7 @@ def test_folder_has_hub_layout(built):
     sims = counts.pop("simulations")
     assert counts == {"test": {"scenarios": 7, "traces": 21}, "train": {"scenarios": 3, "traces": 9}}
     assert sims["run"] > 0 and sims["saved"] > 0  # the floor reuses at least the Oracle's played shot
+    assert sims["stopped"] == 0  # every played shot ran to rest
     lay = layout(root)
     assert set(lay) == {"scenarios", "traces"}
     assert len(lay["traces"]["test"]) == 3  # 21 rows in shards of 8: streamed, not one blob
@@ -247,3 +248,19 @@ def test_a_bad_repo_id_is_refused_before_the_build(tmp_path, capsys):
     assert module.main(["--output_dir", str(out), "--push_to_hub", "--repo_id", "no-owner", "--dry_run"]) == 2
     err = capsys.readouterr().err
     assert "--repo_id 'no-owner'" in err and len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_played_shots_whose_simulation_stopped_early_are_counted(tmp_path, monkeypatch):
+    """The builder's count of shots scored from where the balls were when the simulation stopped: every one here,
+    with a simulator that always stops at the event limit (one process, so the patch holds)."""
+    from poolbench_data.core import physics
+
+    monkeypatch.setattr(physics, "_run", lambda system, max_events, timeout_s: "event-limit")
+    counts = build_benchmark(tmp_path / "poolbench", eval_n=2, train_n=0, players=["oracle", "random"], workers=1,
+                             progress=False)
+    from datasets import load_dataset
+
+    monkeypatch.chdir(tmp_path)
+    fired = [row for row in load_dataset("poolbench", "traces", split="test") if row["sim_status"] != "not-fired"]
+    assert fired and all(row["sim_status"] == "event-limit" for row in fired)
+    assert counts["simulations"]["stopped"] == len(fired)

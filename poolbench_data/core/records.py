@@ -272,6 +272,7 @@ class Event:
 
 
 SIM_STATUSES = ("ok", "event-limit", "timeout", "error")
+STOPPED_EARLY = ("event-limit", "timeout")  # fired, but scored from where the balls were when the simulation stopped
 NOT_FIRED = "not-fired"  # the foul reason of an action that was never simulated
 
 

@@ -121,10 +121,12 @@ def request_failures(config, name: str, llm_records) -> dict:
 def simulator_stops(records) -> dict[str, dict[str, int]]:
     """Per player, the fired shots whose simulation stopped before the balls came to rest (`timeout`, `event-limit`):
     they are scored from where the balls were, so the report names them rather than count them as any shot."""
+    from poolbench_data.core.records import STOPPED_EARLY
+
     out: dict[str, dict[str, int]] = {}
     for r in records:
         status = r.result.status if r.result is not None else "ok"
-        if status in ("timeout", "event-limit"):
+        if status in STOPPED_EARLY:
             out.setdefault(r.player, {})[status] = out.get(r.player, {}).get(status, 0) + 1
     return out
 

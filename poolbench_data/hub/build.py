@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from poolbench_data.boards.splits import EVAL_SEED, EVAL_SPLITS
-from poolbench_data.core.records import Metrics
+from poolbench_data.core.records import STOPPED_EARLY, Metrics
 from poolbench_data.core.vocab import MAX_SEED  # base_seed is an int64 column: checked before simulating
 from poolbench_data.hub.card import write_card
 from poolbench_data.hub.folder import ShardWriter, staged_folder, write_provenance
@@ -75,7 +75,7 @@ def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = EVAL_SEED, 
     if shard is not None:
         check_shard(shard)
     check_executor(executor, ray_address)
-    counts, test_rows, sims, ranges = {}, [], {"run": 0, "saved": 0, "seconds": 0.0}, {}
+    counts, test_rows, sims, ranges = {}, [], {"run": 0, "saved": 0, "seconds": 0.0, "stopped": 0}, {}
     with staged_folder(out, overwrite=overwrite) as root:
         for split, n, seed in ((EVAL_SPLIT, eval_n, eval_seed), (TRAIN_SPLIT, train_n, train_seed)):
             if n == 0:
@@ -93,6 +93,7 @@ def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = EVAL_SEED, 
                 sims["run"] += run.sims_run
                 sims["saved"] += run.sims_saved
                 sims["seconds"] += run.sim_seconds
+                sims["stopped"] += sum(row["sim_status"] in STOPPED_EARLY for row in rows)
                 if split == EVAL_SPLIT:
                     test_rows.extend(rows)
             counts[split] = {"scenarios": sw.close(), "traces": tw.close()}
@@ -105,5 +106,6 @@ def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = EVAL_SEED, 
         else:
             write_provenance(root, {"benchmark": prov, "results_table": results_table(test_rows, players)})
             write_card(root)
-    counts["simulations"] = sims  # run, avoided by the floor, CPU seconds in them; not in the folder
+    # run, avoided by the floor, CPU seconds in them, played shots stopped early; not in the folder
+    counts["simulations"] = sims
     return counts
