@@ -113,6 +113,19 @@ def test_failed_requests_never_become_pairs(rows):
     assert on_policy_pairs([s], failed) == []
 
 
+def test_shots_whose_simulation_stopped_early_never_become_pairs(rows):
+    scen, traces = rows
+    s = scen[0]
+    llm = _llm(s, traces, ["garbage", s["oracle_action"]])
+    assert on_policy_pairs([s], llm)  # as played: the pot over the unparseable answer
+    assert "on-policy" in {p["source"] for p in build_pairs([s], traces + llm)}
+    stopped = [{**r, "sim_status": "event-limit"} if r["parse_status"] == "ok" else r for r in llm]
+    assert on_policy_pairs([s], stopped) == []
+    assert "on-policy" not in {p["source"] for p in build_pairs([s], traces + stopped)}
+    oracle_stopped = [{**r, "sim_status": "timeout"} if r["player"] == "oracle" else r for r in traces]
+    assert oracle_pairs([s], oracle_stopped + llm) == []
+
+
 def test_physics_reward_has_trl_signature_and_scores_by_simulation(rows):
     scen, _ = rows
     s = scen[0]

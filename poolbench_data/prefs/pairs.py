@@ -8,14 +8,16 @@ response declared, and up to +0.49 for aim close to the Oracle's (linear in
 the absolute angular error, 0 at 180 degrees). The refinement stays below 1,
 so it never reorders levels. A pair exists only where the chosen side is
 strictly better; failed requests and empty answers never enter a pair (they
-say nothing about the model).
+say nothing about the model), nor a shot whose simulation stopped early (the
+event limit, the wall clock: scored from where the balls were, not from what
+the shot does).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from poolbench_data.core.records import Metrics
+from poolbench_data.core.records import STOPPED_EARLY, Metrics
 from poolbench_data.core.scoring import physics_score as _score
 
 SOURCES = ("oracle-vs-llm", "on-policy")
@@ -45,7 +47,9 @@ def fine_score(row: dict) -> float:
 
 
 def answered(row: dict) -> bool:
-    return bool(row.get("raw_response")) and row.get("parse_status") not in NO_ANSWER
+    """A model's row a pair can use: a response came, and its shot, if fired, ran to rest."""
+    return (bool(row.get("raw_response")) and row.get("parse_status") not in NO_ANSWER
+            and row.get("sim_status") not in STOPPED_EARLY)
 
 
 def _outcome(row: dict) -> dict:
@@ -84,7 +88,7 @@ def oracle_pairs(scenarios: Sequence[dict], traces: Sequence[dict]) -> list[dict
     out = []
     for s in scenarios:
         o = oracle.get(s["id"])
-        if o is None:
+        if o is None or o.get("sim_status") in STOPPED_EARLY:
             continue
         o = {**o, "parse_status": "ok"}  # the chosen side is the Oracle's action written in the protocol's JSON
         for r in sorted(llm.get(s["id"], []), key=lambda r: (r["player"], r["sample"])):
