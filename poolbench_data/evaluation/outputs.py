@@ -127,7 +127,8 @@ def simulator_stops(records) -> dict[str, dict[str, int]]:
     for r in records:
         status = r.result.status if r.result is not None else "ok"
         if status in STOPPED_EARLY:
-            out.setdefault(r.player, {})[status] = out.get(r.player, {}).get(status, 0) + 1
+            by = out.setdefault(r.player, {})
+            by[status] = by.get(status, 0) + 1
     return out
 
 
