@@ -166,15 +166,15 @@ def rules(tables: dict, max_calls: int) -> dict:
     def travel_speed(c):
         return tables["travel"].get(travel_key(c), (0.0, MODEL_SPEED))[1]
 
-    out = {f"first open shot at {v:g} m/s" + (" (the model's rule)" if v == MODEL_SPEED else ""):
-           (first, lambda c, v=v: v) for v in SPEED_GRID}
+    out = {MODEL_RULE if v == MODEL_SPEED else f"first open shot at {v:g} m/s": (first, lambda c, v=v: v)
+           for v in SPEED_GRID}
     out[f"smallest cut of the {max_calls} calls' open shots at {MODEL_SPEED:g} m/s"] = (
         smallest_cut, lambda c: MODEL_SPEED)
     out["first open shot, fitted speed by cut and pocket"] = (first, fitted_speed)
     out["fitted choice of shot and speed"] = (best_fitted, fitted_speed)
     out[f"first open shot whose tangent line misses the pockets, {MODEL_SPEED:g} m/s"] = (
         no_tangent_pocket, lambda c: MODEL_SPEED)
-    # Within PATH_CUSHIONS cushions; else MODEL_SPEED
+    # tangent_path is None where the line meets no pocket within PATH_CUSHIONS cushions
     out[f"first open shot, {SPEED_GRID[0]:g} m/s where its tangent line meets a pocket"] = (
         first, lambda c: SPEED_GRID[0] if c["tangent_path"] is not None else MODEL_SPEED)
     out["first open shot, fitted speed by cut and travel"] = (first, travel_speed)

@@ -253,13 +253,13 @@ def test_a_bad_repo_id_is_refused_before_the_build(tmp_path, capsys):
 def test_played_shots_whose_simulation_stopped_early_are_counted(tmp_path, monkeypatch):
     """The builder's count of shots scored from where the balls were when the simulation stopped: every one here,
     with a simulator that always stops at the event limit (one process, so the patch holds)."""
+    from datasets import load_dataset
+
     from poolbench_data.core import physics
 
     monkeypatch.setattr(physics, "_run", lambda system, max_events, timeout_s: "event-limit")
     counts = build_benchmark(tmp_path / "poolbench", eval_n=2, train_n=0, players=["oracle", "random"], workers=1,
                              progress=False)
-    from datasets import load_dataset
-
     monkeypatch.chdir(tmp_path)
     fired = [row for row in load_dataset("poolbench", "traces", split="test") if row["sim_status"] != "not-fired"]
     assert fired and all(row["sim_status"] == "event-limit" for row in fired)

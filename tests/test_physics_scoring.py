@@ -1,4 +1,5 @@
 import math
+import os
 import subprocess
 import sys
 
@@ -140,7 +141,7 @@ def test_a_cold_numba_cache_gives_the_warm_result(tmp_path):
     from poolbench_data.boards.generate import generate
 
     r = simulate(generate(1, base_seed=1)[0], Shot(phi=30.0, V0=3.0))
-    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == f"{r.status} {len(r.events)} {r.pocketed} {r.final_positions}"
