@@ -97,7 +97,7 @@ def test_event_limit_and_timeout_are_statuses(board):
 
 
 def test_time_numba_spends_compiling_is_not_simulation_time(board, monkeypatch):
-    """A cold numba cache compiles pooltool's code during a process's first shots (~55 s on a 2-core Zen 3); that
+    """A cold numba cache compiles pooltool's code during a process's first shots (tens of seconds on a 2-core Zen 3); that
     time must not turn a shot into a timeout, while time spent simulating still does."""
     import time
 
