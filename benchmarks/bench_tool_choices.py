@@ -130,6 +130,9 @@ def speeds(scenarios, max_calls: int) -> Counter:
         hits = sum(clean[v] for v in ORACLE_SPEEDS)
         c["clean at all of 8, 10, 12 m/s" if hits == 3 else "clean at none" if hits == 0 else "clean at some"] += 1
         steady = {v: robust_score(s, {"action": at(v).to_row()}) for v in (5.0, 8.0)}
+        if None in steady.values():  # a shot of a grid stopped early: no robust level, as in the pairs
+            c["robust level: a grid stopped early"] += 1
+            continue
         c["robust level: 5 m/s above 8 m/s"] += steady[5.0] - steady[8.0] >= MIN_MARGIN
         c["robust level: 8 m/s above 5 m/s"] += steady[8.0] - steady[5.0] >= MIN_MARGIN
     return c

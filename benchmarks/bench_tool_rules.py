@@ -7,7 +7,9 @@ that choose only from what the reports show (the cut, side or corner pocket, whi
 fitted on the train boards and counted on the held-out boards, beside the simulated ceilings: the best of those
 shots and speeds on each board, which only the simulator knows. Two more geometric facts a tool could add are
 tried as inputs (neither is in the report today): where the cue ball's tangent line runs into a pocket (off up
-to PATH_CUSHIONS cushions), and the balls' travel (cue ball to ghost ball plus object ball to pocket). Each
+to PATH_CUSHIONS cushions), and the balls' travel (cue ball to ghost ball plus object ball to pocket); and one
+fact from closed-form ball physics, not geometry: where the cue ball, struck with the players' top spin, runs
+after contact until its first cushion (`cue_path`). Each
 rule's gains and losses against the model's rule on the same held-out boards give the exact McNemar p a model
 that learned the rule perfectly would reach. A preference stage teaches a choice the model can make from its
 input; what lies between the best such rule and the ceiling is what the input does not show.
@@ -17,6 +19,7 @@ input; what lies between the best such rule and the ceiling is what the input do
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
@@ -36,27 +39,35 @@ def candidates(s, max_calls: int) -> list[dict]:
     what the model can see of it and, for each speed, whether it is a clean pot."""
     import math
 
-    from poolbench_data.core.geometry import aim_point, ghost_ball
     from poolbench_data.core.records import Shot
     from poolbench_data.llm.tools import ball_report
     from poolbench_data.prefs.tool_sft import listed_own, played
     from poolbench_data.protocol.prompts import format_action
 
-    pos = {b.id: (b.x, b.y) for b in s.balls}
     out = []
     for call, ball in enumerate(listed_own(s)[:max_calls]):
         for x in ball_report(s, ball)["shots"]:
             if not x["open"]:
                 continue
-            point = aim_point(*pos[ball], x["pocket"], "potting-point")
+            cue, target, point, ghost = shot_points(s, ball, x["pocket"])
             metrics = {v: played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=ball,
                                                        target_pocket=x["pocket"]), s))[1] for v in SPEED_GRID}
             out.append({"call": call, "cut": x["cut_angle_deg"], "side": x["pocket"][1] == "c",
                         "clean": {v: m.clean_pot for v, m in metrics.items()},
                         "scratch": {v: "scratch" in m.foul_reasons for v, m in metrics.items()},
                         "tangent_path": tangent_path(s, ball, x["pocket"]),
-                        "travel": math.dist(pos["cue"], ghost_ball(*pos[ball], *point)) + math.dist(pos[ball], point)})
+                        "cue_path": {v: cue_path(s, ball, x["pocket"], v)[0] for v in SPEED_GRID},
+                        "travel": math.dist(cue, ghost) + math.dist(target, point)})
     return out
+
+
+def shot_points(s, ball: str, pocket: str) -> tuple[tuple[float, float], ...]:
+    """(cue ball, object ball, potting point, ghost ball) of the shot the report shows for (ball, pocket)."""
+    from poolbench_data.core.geometry import aim_point, ghost_ball
+
+    pos = {b.id: (b.x, b.y) for b in s.balls}
+    point = aim_point(*pos[ball], pocket, "potting-point")
+    return pos["cue"], pos[ball], point, ghost_ball(*pos[ball], *point)
 
 
 def tangent_path(s, ball: str, pocket: str, cushions: int = PATH_CUSHIONS) -> int | None:
@@ -65,12 +76,7 @@ def tangent_path(s, ball: str, pocket: str, cushions: int = PATH_CUSHIONS) -> in
     meets none, or for a straight shot. Geometry a tool could show, no simulation."""
     import math
 
-    from poolbench_data.core.geometry import aim_point, ghost_ball
-
-    pos = {b.id: (b.x, b.y) for b in s.balls}
-    (cx, cy), (tx, ty) = pos["cue"], pos[ball]
-    px, py = aim_point(tx, ty, pocket, "potting-point")
-    x, y = ghost_ball(tx, ty, px, py)
+    (cx, cy), (tx, ty), (px, py), (x, y) = shot_points(s, ball, pocket)
     span = math.dist((px, py), (tx, ty))
     u = ((px - tx) / span, (py - ty) / span)  # the object ball's line
     along = (x - cx) * u[0] + (y - cy) * u[1]
@@ -106,6 +112,83 @@ def path_pocket(x: float, y: float, dx: float, dy: float, cushions: int) -> int 
         x, y = x + edge * dx, y + edge * dy
         dx, dy = (-dx if along_x <= along_y else dx), (-dy if along_y <= along_x else dy)
     return None
+
+
+@functools.cache
+def strike() -> tuple[float, float]:
+    """(ball speed / cue speed, forward spin R * omega / ball speed) of a strike on the cue ball's vertical centre
+    line at the players' top spin: pooltool's instantaneous-point formula with its default cue and ball."""
+    from pooltool.objects.ball.params import BallParams
+    from pooltool.objects.cue.datatypes import CueSpecs
+
+    from poolbench_data.core.vocab import DEFAULT_B
+
+    ball, cue = BallParams(), CueSpecs()
+    return 2 / (1 + ball.m / cue.M + 5 / 2 * DEFAULT_B ** 2), 5 / 2 * DEFAULT_B  # I = 2/5 m R^2
+
+
+def cue_path(s, ball: str, pocket: str, speed: float, step: float = 0.005) -> tuple:
+    """Where the cue ball goes after potting `ball` in `pocket` at `speed`, by closed-form physics of the cue ball
+    alone: struck with the players' top spin, it slides then rolls to the ghost ball; at contact it keeps its
+    speed across the line of centres (and (1 - e) / 2 of the speed along it) and all its spin, then slides along
+    a parabola (friction against the slip, which turns the spin towards the motion) until it rolls. Followed to
+    its first cushion: ("pocket", id), ("cushion", x, y), ("stops", x, y) or ("jaw", x, y). Other balls are
+    ignored; after a cushion, pooltool's cushion model (compliant, spin-dependent) decides, which this does not
+    reproduce."""
+    import math
+
+    from pooltool.objects.ball.params import BallParams
+
+    from poolbench_data.core.table import geometry
+
+    prm, geo = BallParams(), geometry()
+    r, slide, roll = geo.ball_radius, prm.u_s * prm.g, prm.u_r * prm.g
+    (cx, cy), (tx, ty), _, (gx, gy) = shot_points(s, ball, pocket)
+    dist = math.dist((cx, cy), (gx, gy))
+    ratio, spin = strike()
+    v = ratio * speed
+    w = spin * v  # the speed the spin alone would roll at
+    slid_t = (v - w) / (3.5 * slide)  # the slip v - w closes at 7/2 of the friction's deceleration
+    slid_d = v * slid_t - slide * slid_t ** 2 / 2
+    if dist <= slid_d:
+        t = (v - math.sqrt(v * v - 2 * slide * dist)) / slide
+        v, w = v - slide * t, w + 2.5 * slide * t
+    else:
+        v = w = math.sqrt(max((v - slide * slid_t) ** 2 - 2 * roll * (dist - slid_d), 0.0))
+    if v == 0.0 or dist == 0.0:
+        return ("stops", cx, cy)
+    dx, dy = (gx - cx) / dist, (gy - cy) / dist
+    nx, ny = (tx - gx) / geo.ball_diameter, (ty - gy) / geo.ball_diameter
+    along = v * (dx * nx + dy * ny) * (1 + prm.e_b) / 2  # the normal speed the object ball takes
+    x, y, vx, vy, wx, wy = gx, gy, v * dx - along * nx, v * dy - along * ny, w * dx, w * dy
+    rails = [(x1, min(y1, y2), max(y1, y2)) for _, x1, y1, x2, y2 in geo.linear_cushions if x1 == x2]
+    ends = [(y1, min(x1, x2), max(x1, x2)) for _, x1, y1, x2, y2 in geo.linear_cushions if y1 == y2]
+    for _ in range(10_000):
+        sp = math.hypot(vx, vy)
+        if sp < 0.01:
+            return ("stops", x, y)
+        ux, uy = vx - wx, vy - wy
+        slip = math.hypot(ux, uy)
+        dt = step / sp
+        if slip > 1e-4:
+            dt = min(dt, slip / (3.5 * slide))
+            ax, ay = -slide * ux / slip, -slide * uy / slip
+            x, y = x + vx * dt + ax * dt * dt / 2, y + vy * dt + ay * dt * dt / 2
+            vx, vy, wx, wy = vx + ax * dt, vy + ay * dt, wx - 2.5 * ax * dt, wy - 2.5 * ay * dt
+        else:
+            x, y = x + vx * dt, y + vy * dt
+            f = max(sp - roll * dt, 0.0) / sp
+            vx, vy = wx, wy = vx * f, vy * f
+        for p in geo.pockets:
+            if math.dist((x, y), (p.x, p.y)) < p.radius:
+                return ("pocket", p.id)
+        # a rail where it has a straight cushion; between the jaws the ball runs on into the pocket's mouth
+        if any(lo <= y <= hi and (x < at + r if at == 0 else x > at - r) for at, lo, hi in rails) or any(
+                lo <= x <= hi and (y < at + r if at == 0 else y > at - r) for at, lo, hi in ends):
+            return ("cushion", x, y)
+        if not (-3 * r < x < geo.width + 3 * r and -3 * r < y < geo.length + 3 * r):
+            return ("jaw", x, y)  # past the mouth without falling: a jaw turned it, out of this model
+    return ("stops", x, y)
 
 
 def _board(args) -> list[dict]:
@@ -178,6 +261,11 @@ def rules(tables: dict, max_calls: int) -> dict:
     out[f"first open shot, {SPEED_GRID[0]:g} m/s where its tangent line meets a pocket"] = (
         first, lambda c: SPEED_GRID[0] if c["tangent_path"] is not None else MODEL_SPEED)
     out["first open shot, fitted speed by cut and travel"] = (first, travel_speed)
+    out[f"first open shot whose cue path misses the pockets, {MODEL_SPEED:g} m/s"] = (
+        lambda cands: next((c for c in cands if c["cue_path"][MODEL_SPEED] != "pocket"), cands[0]),
+        lambda c: MODEL_SPEED)
+    out[f"first open shot, speed nearest {MODEL_SPEED:g} whose cue path misses pockets"] = (
+        first, lambda c: min(SPEED_GRID, key=lambda v: (c["cue_path"][v] == "pocket", abs(v - MODEL_SPEED))))
     return out
 
 
@@ -248,6 +336,12 @@ def main(argv=None) -> int:
         where = f"meets a pocket after {k} cushions" if k is not None else f"meets none within {PATH_CUSHIONS}"
         print(f"train open shots whose tangent line {where}: {len(some)}, scratched at {MODEL_SPEED:g} m/s "
               f"{sum(c['scratch'][MODEL_SPEED] for c in some)}")
+    for v in (SPEED_GRID[0], MODEL_SPEED):
+        for end, where in (("pocket", "in a pocket"), ("cushion", "at a cushion"), ("stops", "stopped"),
+                           ("jaw", "at a jaw")):
+            some = [c for c in shots if c["cue_path"][v] == end]
+            print(f"train open shots at {v:g} m/s whose cue path before a cushion ends {where}: {len(some)}, "
+                  f"scratched {sum(c['scratch'][v] for c in some)}")
     print("\nfitted speed by (cut bucket, side pocket), train clean rate: " + ", ".join(
         f"{k[0] * CUT_BUCKET:g}-{(k[0] + 1) * CUT_BUCKET:g}{' side' if k[1] else ''} {v:g} ({r:.2f})"
         for k, (r, v) in sorted(tables["pocket"].items())))

@@ -25,7 +25,7 @@ from poolbench_data.llm.tools import MAX_CALLS, TOOL_NOTE, TOOL_VERSION, tool_an
 from poolbench_data.prefs.tool_sft import call_text, clear
 from poolbench_data.protocol.prompts import format_action
 from test_experiments import _Recorder, recording_server
-from test_tool_sft import _load
+from test_tool_sft import _load, stop_every_simulation
 
 REPO = Path(__file__).resolve().parents[1]
 SOFT = 2.0  # the second sample's speed
@@ -687,3 +687,73 @@ def test_builder_takes_call_again_pairs(sampled, capsys):
     assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
                              "tool-on-policy,tool-call-again"]) == 0
     assert "tool-call-again': 0" in capsys.readouterr().out  # the scripted model never calls twice
+
+
+def _at_the_cap(row: dict) -> tuple[dict, dict]:
+    """A thread on `row` that calls own balls to the cap, then calls once more (read as its action: no shot), and
+    its trace."""
+    from poolbench_data.llm.tools import call_of
+    from poolbench_data.prefs.tool_pairs import _played_row
+
+    s = Scenario.from_row(row)
+    own = [b.id for b in s.own()]
+    balls = [own[k % len(own)] for k in range(MAX_CALLS + 1)]
+    calls = [{"arguments": {"target_ball": b}, "result": turn_result(s, call_of(b), MAX_CALLS - 1 - k)}
+             for k, b in enumerate(balls[:-1])]
+    trace = _played_row(row, s, call_text(balls[-1]), "m")
+    thread = {"scenario_id": s.id, "player": trace["player"], "sample": 0, "request_failed": False, "calls": calls,
+              "turns": [call_text(b) for b in balls[:-1]], "final_response": call_text(balls[-1]),
+              "tool_version": TOOL_VERSION}
+    return thread, trace
+
+
+def _inputs(sampled) -> tuple[list, list, list]:
+    """(scenarios, threads, traces) of the first two boards: every source gives pairs on these."""
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+
+    root, out = sampled
+    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    return read_rows(root, "scenarios", "train")[:2], threads, traces
+
+
+def test_tool_pairs_never_have_a_side_whose_simulation_stopped_early(sampled, monkeypatch):
+    """Every tool_pairs source that simulates a side (or, with `robust`, the grid around one) gives no pair once
+    every simulation stops early; on-policy pairs, both sides the model's recorded rows, stay."""
+    from poolbench_data.prefs.robust import robust_score
+    from poolbench_data.prefs.tool_pairs import CAP_ANSWER, SOURCE, tool_pairs
+
+    scenarios, threads, traces = _inputs(sampled)
+
+    def built() -> dict[str, list]:
+        out = {x: tool_pairs(scenarios, threads, traces, [x]) for x in ("tool-recovery", "tool-answer", CAP_ANSWER)}
+        return {**out, "robust": tool_pairs(scenarios, threads, traces, [SOURCE], robust=True)}
+
+    own, before = tool_pairs(scenarios, threads, traces, [SOURCE]), built()
+    assert own and all(before.values()), {k: len(v) for k, v in before.items()}
+    s, action = Scenario.from_row(scenarios[0]), Shot.from_row(scenarios[0]["oracle_shot"]).to_row()
+    stop_every_simulation(monkeypatch)
+    assert built() == dict.fromkeys(before, [])
+    assert tool_pairs(scenarios, threads, traces, [SOURCE]) == own  # nothing simulated: the recorded outcomes
+    assert robust_score(s, {"action": action}) is None  # no average over shots scored where they stopped
+    assert robust_score(s, {"action": None}) == 0.0  # never fired: nothing simulated
+
+
+def test_at_cap_call_again_and_speed_pairs_never_have_a_side_whose_simulation_stopped_early(sampled, monkeypatch):
+    from poolbench_data.prefs.tool_call_again import call_again_pairs
+    from poolbench_data.prefs.tool_pairs import AT_CAP, tool_pairs
+    from poolbench_data.prefs.tool_speed import speed_pairs
+
+    scenarios, threads, traces = _inputs(sampled)
+    twice = [(row, *two) for row in scenarios if (two := _called_twice(row)) is not None]
+    capped = [_at_the_cap(row) for row in scenarios]
+
+    def built() -> dict[str, list]:
+        return {AT_CAP: tool_pairs(scenarios, [t for t, _ in capped], [tr for _, tr in capped], [AT_CAP]),
+                "tool-call-again": call_again_pairs(*map(list, zip(*twice))),
+                "tool-speed": speed_pairs(scenarios, threads, traces, speeds=(5.0,))}
+
+    before = built()
+    assert all(before.values()), {k: len(v) for k, v in before.items()}
+    stop_every_simulation(monkeypatch)
+    assert built() == dict.fromkeys(before, [])

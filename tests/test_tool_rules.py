@@ -19,9 +19,11 @@ bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 
 
-def _shot(call: int, cut: float, side: bool, clean_at: set[float], tangent: bool = False, travel: float = 1.0):
+def _shot(call: int, cut: float, side: bool, clean_at: set[float], tangent: bool = False, travel: float = 1.0,
+          into_pocket: set[float] = frozenset()):
     return {"call": call, "cut": cut, "side": side, "clean": {v: v in clean_at for v in bench.SPEED_GRID},
-            "tangent_path": 0 if tangent else None, "travel": travel}
+            "tangent_path": 0 if tangent else None, "travel": travel,
+            "cue_path": {v: "pocket" if v in into_pocket else "cushion" for v in bench.SPEED_GRID}}
 
 
 def test_candidates_are_the_open_shots_of_the_listed_calls_played_at_every_speed():
@@ -132,3 +134,57 @@ def test_a_path_is_mirrored_off_the_cushions_into_a_pocket():
     assert bench.path_pocket(x, y, *mirrored, cushions=0) is None
     assert bench.path_pocket(x, y, 1.0, 0.0, cushions=3) == 0  # straight across into the side pocket rc
     assert bench.path_pocket(x, geo.length / 4, 1.0, 0.0, cushions=3) is None  # across and back, off the pockets
+
+
+def test_the_cue_path_rules_read_where_the_cue_ball_runs():
+    everywhere = set(bench.SPEED_GRID)
+    held_out = [[_shot(0, 20.0, False, {4.0}, into_pocket={5.0, 6.0}), _shot(1, 30.0, False, {5.0})],
+                [_shot(0, 20.0, False, {5.0}, into_pocket=everywhere), _shot(1, 30.0, False, set())]]
+    got = {name: v for name, v in bench.score(held_out, bench.fits([]), 3).items()}
+    # board 1: 4 m/s is the nearest speed whose path misses, and the second shot's path misses at 5
+    assert got["first open shot, speed nearest 5 whose cue path misses pockets"] == [True, True]
+    assert got["first open shot whose cue path misses the pockets, 5 m/s"] == [True, False]
+    assert got[bench.MODEL_RULE] == [False, True]  # every path pockets on board 2: the first shot, at 5
+
+
+def test_the_cue_path_meets_the_simulators_first_cushion():
+    """Before its first cushion the closed-form path is the simulator's: the cue ball's next contact after the
+    object ball, where it is a straight cushion, within 2 cm, and a pocket where it is one."""
+    from poolbench_data.core.physics import _run, build_system
+    from poolbench_data.protocol.parsing import parse_action
+
+    checked = 0
+    for s in generate(16, base_seed=1):
+        ball = listed_own(s)[0]
+        x = next((x for x in ball_report(s, ball)["shots"] if x["open"]), None)
+        for v in ((bench.SPEED_GRID[0], bench.MODEL_SPEED) if x else ()):
+            shot = Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=ball, target_pocket=x["pocket"])
+            system = build_system(s, parse_action(format_action(shot, s), s).shot)
+            _run(system, 1000, 20.0)
+            kinds = ("ball_ball", "ball_linear_cushion", "ball_circular_cushion", "ball_pocket")
+            cue = [e for e in system.events if "cue" in e.ids and e.event_type.value in kinds]
+            if len(cue) < 2 or cue[0].event_type.value != "ball_ball" or cue[1].event_type.value == "ball_ball":
+                continue  # missed, or ran into another ball: out of the model
+            path, kind = bench.cue_path(s, ball, x["pocket"], v), cue[1].event_type.value
+            if kind == "ball_linear_cushion":
+                agent = next(a for a in cue[1].agents if a.agent_type.value == "ball")
+                assert path[0] == "cushion" and math.dist(agent.final.state.rvw[0][:2], path[1:]) < 0.02, (s.id, v)
+                checked += 1
+            elif kind == "ball_pocket":
+                assert path == ("pocket", cue[1].ids[1]), (s.id, v)  # a scratch straight off the object ball
+    assert checked >= 8  # the followed straight shot below is the pocket's case
+
+
+def test_a_followed_straight_shot_runs_the_cue_ball_into_the_pocket():
+    from poolbench_data.core.records import Scenario
+
+    # The players' top spin: after a full hit the cue ball follows the object ball, and the simulator scratches.
+    s = Scenario.create("t", "open", 0, {"cue": (0.6, 0.6), "1": (0.25, 0.25), "8": (0.2, 2.0)})
+    x = next(x for x in ball_report(s, "1")["shots"] if x["pocket"] == "lb")
+    assert x["cut_angle_deg"] == 0.0
+    for v in (bench.SPEED_GRID[0], bench.MODEL_SPEED):
+        assert bench.cue_path(s, "1", "lb", v) == ("pocket", "lb")
+        shot = Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball="1", target_pocket="lb")
+        assert "scratch" in played(s, format_action(shot, s))[1].foul_reasons
+    ratio, spin = bench.strike()
+    assert 1.3 < ratio < 1.45 and spin == 0.625  # pooltool's strike: ball speed over cue speed, spin over speed

@@ -305,6 +305,40 @@ def test_a_row_that_does_not_replay_is_a_build_error_naming_the_board(rows, scen
         verify_tool_row(forged, s)
 
 
+def stop_every_simulation(monkeypatch) -> None:
+    """From here on every simulation runs as before but reports that it stopped at the event limit: its outcome
+    is the real one, so a builder that does not read the status still finds the same pots (nothing caches an
+    outcome between calls: each `simulate` runs the engine)."""
+    from poolbench_data.core import physics
+
+    run = physics._run
+
+    def stopped(system, max_events, timeout_s):
+        run(system, max_events, timeout_s)
+        return "event-limit"
+
+    monkeypatch.setattr(physics, "_run", stopped)
+
+
+def test_no_demonstration_comes_from_a_simulation_that_stopped_early(rows, scenario_rows, monkeypatch):
+    from poolbench_data.prefs.tool_sft import DEMO_ORDERS, cap_answer, find_pot
+
+    some = scenario_rows[:3]
+    oracles = [(Scenario.from_row(r), Shot.from_row(r["oracle_shot"])) for r in some if r.get("oracle_shot")]
+    found = [(s, oracle) for s, oracle in oracles if find_pot(s, oracle) is not None]
+    closed = [(s, [(b.id, None)]) for s, _ in oracles for b in s.own() if not clear(turn_result(
+        s, {"name": "ghost_ball", "arguments": {"target_ball": b.id}}, 0))]
+    built = {order: tool_sft_rows(some, "train", order=order) for order in DEMO_ORDERS}
+    assert found and closed and all(built.values())
+    stop_every_simulation(monkeypatch)
+    # scored from where the balls were when it stopped: never a legal pot found, never the best at the cap
+    assert all(find_pot(s, oracle) is None for s, oracle in found)
+    assert all(cap_answer(s, calls) is None for s, calls in closed)
+    assert {order: tool_sft_rows(some, "train", order=order) for order in DEMO_ORDERS} == {o: [] for o in DEMO_ORDERS}
+    with pytest.raises(DemonstrationError, match=f"board '{rows[0]['scenario_id']}'.*stops early"):
+        verify_tool_row(rows[0], board(scenario_rows, rows[0]["scenario_id"]))
+
+
 def test_evaluation_boards_never_become_demonstrations(folder, scenario_rows, capsys):
     with pytest.raises(ValueError, match="evaluation boards"):
         tool_sft_rows(scenario_rows, "test")

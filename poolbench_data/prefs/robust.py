@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from poolbench_data.core.records import Scenario, Shot
+from poolbench_data.core.records import STOPPED_EARLY, Scenario, Shot
 from poolbench_data.core.scoring import physics_score
 from poolbench_data.core.vocab import V0_RANGE
 from poolbench_data.players.play import play_shot
@@ -30,10 +30,14 @@ def jittered(shot: Shot) -> list[Shot]:
     return [replace(shot, phi=(shot.phi + d) % 360.0, V0=v) for d in (-AIM_JITTER, 0.0, AIM_JITTER) for v in speeds]
 
 
-def robust_score(scenario: Scenario, trace: Mapping) -> float:
-    """The mean physics level of a trace row's action over `jittered`; 0 for an action that never fired."""
+def robust_score(scenario: Scenario, trace: Mapping) -> float | None:
+    """The mean physics level of a trace row's action over `jittered`; 0 for an action that never fired; None where
+    a shot of the grid stopped early (a pair ranked by it is skipped)."""
     action = trace.get("action")
     if not action:
         return 0.0
-    shots = jittered(Shot.from_row(action))
-    return sum(physics_score(play_shot(scenario, s, player="robust", kind="llm").metrics) for s in shots) / len(shots)
+    records = [play_shot(scenario, s, player="robust", kind="llm") for s in jittered(Shot.from_row(action))]
+    # A stopped shot is scored from where the balls happened to be: averaged in, it would rank the pair by chance.
+    if any(r.result.status in STOPPED_EARLY for r in records):
+        return None
+    return sum(physics_score(r.metrics) for r in records) / len(records)

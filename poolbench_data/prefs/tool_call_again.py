@@ -48,7 +48,7 @@ def call_again_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], trac
                 if answer is None:
                     continue
                 rejected = _played_row(row, scenario, answer[0], ANSWER_NOW)
-                if fine_score(rejected) >= fine_score(trace):
+                if rejected is None or fine_score(rejected) >= fine_score(trace):  # None: it stopped early
                     continue
                 model = trace.get("model") or thread["player"]
                 pair = _pair(row, conv[at]["content"], answer[0], trace, rejected, CALL_AGAIN, model, ANSWER_NOW,

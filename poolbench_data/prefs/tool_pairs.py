@@ -173,7 +173,7 @@ def _at_cap(row: dict, scenario: Scenario, samples: list) -> list[dict]:
         if answer is None:
             continue
         chosen = _played_row(row, scenario, answer[0], "tool_oracle")
-        if fine_score(chosen) <= fine_score(trace):
+        if chosen is None or fine_score(chosen) <= fine_score(trace):
             continue
         model = trace.get("model") or thread["player"]
         pair = _pair(row, answer[0], thread["final_response"], chosen, trace, AT_CAP, "tool_oracle", model,
@@ -239,7 +239,8 @@ def _on_policy(row: dict, scenario: Scenario, player: str, samples: list, min_le
         if scores[i] == scores[j] or abs(levels[i] - levels[j]) < min_level_gap:
             continue
         b, w = (i, j) if scores[i] > scores[j] else (j, i)
-        if steady and steady[b] - steady[w] < MIN_MARGIN:  # the outcome did not hold up under the jitter
+        # The outcome did not hold up under the jitter, or a grid stopped early (robust_score None): no label.
+        if steady and (None in (steady[b], steady[w]) or steady[b] - steady[w] < MIN_MARGIN):
             continue
         db, dw = decided[b], decided[w]
         turn = next((k for k, (x, y) in enumerate(zip(db, dw)) if x != y), None)
@@ -311,7 +312,7 @@ def _answers_now(row: dict, scenario: Scenario, samples: list) -> list[dict]:
             continue
         model = trace.get("model") or thread["player"]
         rejected = _played_row(row, scenario, follows, "further_call")
-        if fine_score(rejected) >= fine_score(trace):  # the blocked shot went in anyway: no preference
+        if rejected is None or fine_score(rejected) >= fine_score(trace):  # stopped, or went in anyway
             continue
         pair = _pair(row, thread["final_response"], further, trace, rejected, ANSWER, model, "further_call",
                      prompt=conv[:-1])
@@ -347,12 +348,12 @@ def _cap_answers(row: dict, scenario: Scenario, samples: list) -> list[dict]:
         best = (thread["final_response"], trace, trace.get("model") or thread["player"]) if not more else None
         if answer is not None:
             played = _played_row(row, scenario, answer[0], "tool_oracle")
-            if best is None or fine_score(played) > fine_score(trace):
+            if played is not None and (best is None or fine_score(played) > fine_score(trace)):
                 best = (answer[0], played, "tool_oracle")
-        if best is None:
-            continue
         further = call_text(uncalled[0])
-        rejected = _played_row(row, scenario, further, "further_call")
+        rejected = None if best is None else _played_row(row, scenario, further, "further_call")
+        if rejected is None:  # no side to choose, or the call's shot stopped early
+            continue
         a = best[1].get("action") or {}
         pair = _pair(row, best[0], further, best[1], rejected, CAP_ANSWER, best[2], "further_call", prompt=conv)
         out.append({**pair, "turn": len(calls) + len(more),
@@ -372,12 +373,14 @@ def _called(call: Mapping) -> tuple[str, str | None]:
     return str(args.get("target_ball")), None if args.get("pocket") is None else str(args.get("pocket"))
 
 
-def _played_row(row: dict, scenario: Scenario, answer: str, model: str) -> dict:
-    """The trace row of `answer` parsed and played exactly as the evaluator does."""
+def _played_row(row: dict, scenario: Scenario, answer: str, model: str) -> dict | None:
+    """The trace row of `answer` parsed and played exactly as the evaluator does; None where its simulation stopped
+    early (`pairs.answered`, as for the model's rows): no side is scored from where the balls happened to be."""
     oracle = Shot.from_row(row["oracle_shot"]) if row.get("oracle_shot") else None
     p = parse_action(answer, scenario)
     record = play_shot(scenario, p.shot, player=model, kind="llm", raw_response=answer, parse_status=p.status)
-    return trace_row(record, oracle, model=model)
+    played = trace_row(record, oracle, model=model)
+    return played if answered(played) else None
 
 
 def _demonstrated(row: dict, scenario: Scenario) -> tuple:
@@ -388,7 +391,8 @@ def _demonstrated(row: dict, scenario: Scenario) -> tuple:
     if found is None:
         return ()
     ball, pocket, answer, _, _ = found
-    return ball, pocket, _played_row(row, scenario, answer, "tool_oracle")
+    played = _played_row(row, scenario, answer, "tool_oracle")  # None: this replay hit the wall clock
+    return () if played is None else (ball, pocket, played)
 
 
 def _assistant_index(conv: list[dict], turn: int) -> int:

@@ -16,7 +16,8 @@ Oracle's ball and pocket first, then the geometry candidates cheapest first,
 each at the Oracle's speeds (or the builder's --tool_demo_speeds, in their
 order); the first whose tool answer is clear (no ball in
 either path, ghost ball free) and whose written action, parsed and simulated
-as the evaluator would, pots an own ball without a foul. A board with none
+as the evaluator would, pots an own ball without a foul (a simulation that
+stopped early never counts: `settled`). A board with none
 gives no row. The demonstrations call per ball (`ghost_ball(target_ball)`, every
 pocket at once): the model chooses the ball, then a pocket the report shows open.
 
@@ -40,12 +41,12 @@ import numpy as np
 
 from poolbench_data.boards.splits import EVAL_SPLITS
 from poolbench_data.core.candidates import candidates
-from poolbench_data.core.records import PLAYER_GROUP, Metrics, Scenario, Shot
+from poolbench_data.core.records import PLAYER_GROUP, STOPPED_EARLY, Metrics, Scenario, Shot
 from poolbench_data.core.vocab import group_of
 from poolbench_data.llm.tools import (MAX_CALLS, TOOL_NAME, call_of, tool_answer, tool_calls, turn_result,
                                       with_tool_note)
 from poolbench_data.players.baselines import ORACLE_SPEEDS, ORACLE_TOP_K
-from poolbench_data.players.play import play_shot
+from poolbench_data.players.play import ShotRecord, play_shot
 from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import PROMPT_VERSION, format_action, messages
 
@@ -133,9 +134,22 @@ class ToolDemo:
 
 def played(scenario: Scenario, answer: str) -> tuple[Shot | None, Metrics]:
     """The answer parsed and simulated exactly as the evaluator does."""
+    record = _record(scenario, answer)
+    return record.shot, record.metrics
+
+
+def settled(scenario: Scenario, answer: str) -> tuple[Shot | None, Metrics] | None:
+    """`played`, or None where the simulation stopped early (the event limit, the wall clock): its outcome is where
+    the balls happened to be, not what the shot does, so it is never demonstrated nor preferred to another."""
+    record = _record(scenario, answer)
+    if record.result is not None and record.result.status in STOPPED_EARLY:
+        return None
+    return record.shot, record.metrics
+
+
+def _record(scenario: Scenario, answer: str) -> ShotRecord:
     p = parse_action(answer, scenario)
-    record = play_shot(scenario, p.shot, player="tool_oracle", kind="llm", parse_status=p.status)
-    return p.shot, record.metrics
+    return play_shot(scenario, p.shot, player="tool_oracle", kind="llm", parse_status=p.status)
 
 
 def _tried(scenario: Scenario, oracle_shot: Shot | None,
@@ -157,7 +171,8 @@ def _tried(scenario: Scenario, oracle_shot: Shot | None,
 def find_pot(scenario: Scenario, oracle_shot: Shot | None = None,
              speeds: Sequence[float] = ORACLE_SPEEDS) -> tuple[str, str, str, Shot, Metrics] | None:
     """The first searched (ball, pocket, speed) the tool shows clear and that, written with the tool's aim,
-    pots legally: (ball, pocket, answer, shot, metrics); None when no such shot exists."""
+    pots legally (its simulation ran to rest): (ball, pocket, answer, shot, metrics); None when no such shot
+    exists."""
     answers: dict[tuple[str, str], dict] = {}  # one tool answer per (ball, pocket), whatever the speeds tried
     for ball, pocket, speed in _tried(scenario, oracle_shot, speeds):
         if (ball, pocket) not in answers:
@@ -167,9 +182,9 @@ def find_pot(scenario: Scenario, oracle_shot: Shot | None = None,
             continue
         answer = format_action(Shot(phi=result[AIM_FIELD], V0=speed, target_ball=ball, target_pocket=pocket),
                                scenario)
-        shot, m = played(scenario, answer)
-        if m.clean_pot:
-            return ball, pocket, answer, shot, m
+        outcome = settled(scenario, answer)
+        if outcome is not None and outcome[1].clean_pot:
+            return ball, pocket, answer, *outcome
     return None
 
 
@@ -186,7 +201,7 @@ def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str | None]],
     showed, the one whose cue path is free (the smallest cut; else the last shown), then each kick a report
     showed, each with the tool's aim at each of `speeds`; the first whose outcome is best in the
     simulator (a legal pot, then legal contact, then no foul). None when no aim was shown (every call an
-    error)."""
+    error) or every simulation stopped early."""
     options = shown(scenario, calls)
     aims = []
     if options:
@@ -198,18 +213,22 @@ def cap_answer(scenario: Scenario, calls: Sequence[tuple[str, str | None]],
 
 
 def best_of(scenario: Scenario, aims: Sequence[tuple[str, str, float]],
-            speeds: Sequence[float] = ORACLE_SPEEDS) -> tuple[str, Shot, Metrics]:
+            speeds: Sequence[float] = ORACLE_SPEEDS) -> tuple[str, Shot, Metrics] | None:
     """Of the (ball, pocket, aim)s at each of `speeds` (the Oracle's by default), the first written action whose
-    outcome is best in the simulator (a legal pot, then legal contact, then no foul): (answer, shot, metrics)."""
+    outcome is best in the simulator (a legal pot, then legal contact, then no foul): (answer, shot, metrics);
+    `settled` outcomes only, None where there is none."""
     best = None
     for ball, pocket, aim in aims:
         for speed in speeds:
             answer = format_action(Shot(phi=aim, V0=speed, target_ball=ball, target_pocket=pocket), scenario)
-            shot, m = played(scenario, answer)
+            outcome = settled(scenario, answer)
+            if outcome is None:
+                continue
+            shot, m = outcome
             key = (m.clean_pot, m.legal_contact, not m.foul)
             if best is None or key > best[0]:
                 best = (key, answer, shot, m)
-    return best[1:]
+    return None if best is None else best[1:]
 
 
 def blocked_calls(scenario: Scenario, ball: str | None = None) -> list[tuple[str, None]]:
@@ -296,9 +315,11 @@ def listed_demo(scenario: Scenario, seed: int, error_share: float = RETRY_ERROR_
     for ball in listed_own(scenario)[:MAX_CALLS - len(mistakes)]:
         calls.append((ball, None))
         if clear(tool_answer(scenario, ball, None)):
-            answer, shot, m = best_of(scenario, [(ball, p, r[AIM_FIELD]) for _, p, r in shown(scenario, [(ball, None)])
-                                                  if clear(r)], speeds)
-            return ToolDemo(scenario, (*mistakes, *calls), len(mistakes), answer, shot, m, "listed_open")
+            opened = [(ball, p, r[AIM_FIELD]) for _, p, r in shown(scenario, [(ball, None)]) if clear(r)]
+            best = best_of(scenario, opened, speeds)
+            if best is None:  # every open shot's simulation stopped early: nothing honest to demonstrate
+                return None
+            return ToolDemo(scenario, (*mistakes, *calls), len(mistakes), *best, "listed_open")
     at_cap = cap_answer(scenario, calls, speeds)  # None: no own ball, or none that any report shows an aim for
     return None if at_cap is None else ToolDemo(scenario, (*mistakes, *calls), len(mistakes), *at_cap,
                                                 "listed_closed")
@@ -348,8 +369,11 @@ def verify_tool_row(row: Mapping, scenario: Scenario) -> None:
             raise DemonstrationError(f"{where}: message {k} is not the tool's answer to the call before it")
     if not msgs or msgs[-1]["role"] != "assistant" or tool_calls(msgs[-1]["content"]):
         raise DemonstrationError(f"{where}: the conversation does not end with the model's action")
-    _, m = played(scenario, msgs[-1]["content"])
-    got = {k: bool(getattr(m, k)) for k in OUTCOMES}
+    outcome = settled(scenario, msgs[-1]["content"])
+    if outcome is None:
+        raise DemonstrationError(f"{where}: the written action's simulation stops early (event limit or wall "
+                                 "clock), so its outcome is not the shot's")
+    got = {k: bool(getattr(outcome[1], k)) for k in OUTCOMES}
     want = {k: bool(row[k]) for k in OUTCOMES}
     if got != want:
         diff = ", ".join(f"{k} recorded {want[k]} but replays {got[k]}" for k in OUTCOMES if got[k] != want[k])

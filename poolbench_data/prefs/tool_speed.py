@@ -78,11 +78,13 @@ def _speed_pair(row: dict, scenario: Scenario, conv: list[dict], thread: Mapping
     if None in texts.values():  # not one JSON object with a cue speed: nothing to rewrite
         return None
     mine, model = robust_score(scenario, trace), trace.get("model") or thread["player"]
+    if mine is None:  # a shot of its grid stopped early: no robust label for this answer
+        return None
     options = []
     for text in texts.values():
-        played = _played_row(row, scenario, text, model)
-        score = robust_score(scenario, played)  # simulates 9 times: the grid around this speed
-        if abs(score - mine) >= MIN_MARGIN:
+        played = _played_row(row, scenario, text, model)  # None: stopped early
+        score = None if played is None else robust_score(scenario, played)  # simulates 9 times: the grid around it
+        if score is not None and abs(score - mine) >= MIN_MARGIN:
             options.append((text, played, score))
     if not options:
         return None
