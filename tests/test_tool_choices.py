@@ -7,6 +7,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 from poolbench_data.boards.generate import generate
 from poolbench_data.core.records import Shot
 from poolbench_data.llm.tools import MAX_CALLS, call_of, turn_result
@@ -145,6 +147,13 @@ def test_the_first_open_shot_at_each_speed(capsys):
     assert one["robust level: 5 m/s above 8 m/s"] == (steady[5.0] - steady[8.0] >= MIN_MARGIN)
     assert one["robust level: 8 m/s above 5 m/s"] == (steady[8.0] - steady[5.0] >= MIN_MARGIN)
     assert c["robust level: 5 m/s above 8 m/s"] + c["robust level: 8 m/s above 5 m/s"] <= len(found)
+    from test_tool_sft import stop_every_simulation
+
+    with pytest.MonkeyPatch.context() as mp:  # a grid that stopped early gives no robust level, counted apart
+        stop_every_simulation(mp)
+        stopped = bench.speeds([s], MAX_CALLS)
+    assert stopped["robust level: a grid stopped early"] == 1
+    assert stopped["robust level: 5 m/s above 8 m/s"] == stopped["robust level: 8 m/s above 5 m/s"] == 0
     for argv, flag in ((["--seed", "-1"], "--seed"), (["--seed", "1", "--eval_dir", "x"], "--eval_dir")):
         assert bench.main(argv) == 2
         err = capsys.readouterr().err.strip()
