@@ -281,6 +281,9 @@ def score(cands_per_board: list[list[dict]], tables: dict, max_calls: int) -> di
         any(any(c["clean"].values()) for c in cs if c["call"] == cs[0]["call"]) for cs in played]
     out[f"ceiling: the best of the {max_calls} calls' open shots and speeds"] = [
         any(any(c["clean"].values()) for c in cs) for cs in played]
+    # What a tool that simulates would add: one bit a speed, whether the cue ball falls in (not geometry)
+    out[f"simulated: speed nearest {MODEL_SPEED:g} at which the cue ball stays up"] = [
+        cs[0]["clean"][min(SPEED_GRID, key=lambda v: (cs[0]["scratch"][v], abs(v - MODEL_SPEED)))] for cs in played]
     return out
 
 

@@ -20,10 +20,11 @@ spec.loader.exec_module(bench)
 
 
 def _shot(call: int, cut: float, side: bool, clean_at: set[float], tangent: bool = False, travel: float = 1.0,
-          into_pocket: set[float] = frozenset()):
+          into_pocket: set[float] = frozenset(), scratch_at: set[float] = frozenset()):
     return {"call": call, "cut": cut, "side": side, "clean": {v: v in clean_at for v in bench.SPEED_GRID},
             "tangent_path": 0 if tangent else None, "travel": travel,
-            "cue_path": {v: "pocket" if v in into_pocket else "cushion" for v in bench.SPEED_GRID}}
+            "cue_path": {v: "pocket" if v in into_pocket else "cushion" for v in bench.SPEED_GRID},
+            "scratch": {v: v in scratch_at for v in bench.SPEED_GRID}}
 
 
 def test_candidates_are_the_open_shots_of_the_listed_calls_played_at_every_speed():
@@ -145,6 +146,15 @@ def test_the_cue_path_rules_read_where_the_cue_ball_runs():
     assert got["first open shot, speed nearest 5 whose cue path misses pockets"] == [True, True]
     assert got["first open shot whose cue path misses the pockets, 5 m/s"] == [True, False]
     assert got[bench.MODEL_RULE] == [False, True]  # every path pockets on board 2: the first shot, at 5
+
+
+def test_the_simulated_scratch_bit_picks_the_nearest_speed_where_the_cue_ball_stays_up():
+    held_out = [[_shot(0, 20.0, False, {4.0}, scratch_at={5.0, 6.0})],  # 4 and 6 are as near: the slower first
+                [_shot(0, 20.0, False, {6.0}, scratch_at={4.0, 5.0})],
+                [_shot(0, 20.0, False, {5.0}, scratch_at=set(bench.SPEED_GRID))]]  # falls in at every speed: 5
+    got = bench.score(held_out, bench.fits([]), 3)
+    assert got["simulated: speed nearest 5 at which the cue ball stays up"] == [True, True, True]
+    assert got[bench.MODEL_RULE] == [False, False, True]
 
 
 def test_the_cue_path_meets_the_simulators_first_cushion():
