@@ -434,6 +434,41 @@ def test_a_stop_whose_exit_was_lost_is_raised_again_at_the_next_item():
     stop_if_requested()  # the request ends with its block
 
 
+def test_a_stop_during_an_import_waits_for_the_import_to_finish(tmp_path, monkeypatch):
+    # Raised inside panda3d's module initialisation (pooltool's first import), the exit crashed the build (SIGSEGV).
+    import signal
+    import sys
+    import time
+
+    from poolbench_data.core.shutdown import stop_if_requested, terminate_as_exit
+
+    finished = tmp_path / "finished"
+    (tmp_path / "slow_to_import.py").write_text(
+        f"import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\nopen({str(finished)!r}, 'a').write('x')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemExit) as stopped:
+        with terminate_as_exit():
+            import slow_to_import  # noqa: F401
+            stop_if_requested()
+            raise AssertionError("the loop went on after a stop")
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert finished.read_text() == "x"  # the stop did not cut the module's initialisation short
+    sys.modules.pop("slow_to_import", None)
+    with pytest.raises(SystemExit) as stopped:  # a stop deferred past the block's last check ends the block
+        with terminate_as_exit():
+            import importlib
+            importlib.import_module("slow_to_import")
+    assert stopped.value.code == 128 + signal.SIGTERM and finished.read_text() == "xx"
+    sys.modules.pop("slow_to_import", None)
+    with pytest.raises(SystemExit) as stopped:  # no check after the import: the signal comes again
+        with terminate_as_exit():
+            importlib.import_module("slow_to_import")
+            time.sleep(5.0)
+            raise AssertionError("the stop was never raised")
+    assert stopped.value.code == 128 + signal.SIGTERM and finished.read_text() == "xxx"
+    sys.modules.pop("slow_to_import", None)
+
+
 def test_an_error_that_replaces_the_stop_leaves_with_the_stop_status():
     # numba, stopped mid-compile, raised RuntimeError from its cleanup: the build exited 1, not 143.
     import signal
