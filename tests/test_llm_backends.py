@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -197,20 +199,43 @@ def test_thinking_budget_is_enforced_and_counted(model_dir: Path) -> None:
     assert backend.settings()["thinking_token_budget"] == budget
 
 
+def socket_files(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_socket()]
+
+
 # Class scope: each engine lives only while its class's tests run, so the
 # in-process engine is gone before the server starts.
 @pytest.fixture(scope="class")
-def backend(model_dir: Path) -> Iterator[VLLMBackend]:
-    # Eager mode: torch.compile costs minutes on 2 cores for a 1-minute test.
-    backend = VLLMBackend(str(model_dir), max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB, enforce_eager=True,
-                          enable_prefix_caching=False)
+def engine_temp() -> Iterator[Path]:
+    # The temp folder the engine starts with, where its socket files would be left; short, as a socket's
+    # path must fit in 107 characters.
+    temp = Path(tempfile.mkdtemp(prefix="pb-"))
+    yield temp
+    shutil.rmtree(temp)
+
+
+@pytest.fixture(scope="class")
+def backend(model_dir: Path, engine_temp: Path) -> Iterator[VLLMBackend]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("VLLM_RPC_BASE_PATH", raising=False)
+        mp.setattr(tempfile, "tempdir", str(engine_temp))
+        # Eager mode: torch.compile costs minutes on 2 cores for a 1-minute test.
+        backend = VLLMBackend(str(model_dir), max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB,
+                              enforce_eager=True, enable_prefix_caching=False)
     print(f"\nvLLM engine start: {backend.startup_s:.1f} s")
     yield backend
     backend.close()
+    # vLLM binds its processes' ZMQ sockets as files in the temp folder and left them there after a clean
+    # shutdown (7 an engine, vllm 0.32); the engine's own folder for them goes with close().
+    assert socket_files(engine_temp) == []
 
 
 @pytest.mark.slow
 class TestVLLMBackend:
+
+    def test_its_socket_files_are_in_a_folder_of_its_own(self, backend: VLLMBackend, engine_temp: Path) -> None:
+        (folder,) = engine_temp.glob("poolbench-vllm-*")
+        assert socket_files(folder) and socket_files(engine_temp) == socket_files(folder)
 
     def test_shapes(self, backend: VLLMBackend) -> None:
         result = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=7)
@@ -297,14 +322,23 @@ class TestVLLMBackend:
 @pytest.fixture(scope="class")
 def server(model_dir: Path) -> Iterator[str]:
     started = time.perf_counter()
-    with local_server(
-        model_dir, max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB,
-        extra_args=["--enforce-eager", "--no-enable-prefix-caching"]
-    ) as base_url:
-        print(f"\nvLLM server start: {time.perf_counter() - started:.1f} s")
-        yield base_url
+    # The server's temp folder and ours, where socket files would be left; short, as a socket's path must be.
+    temp = Path(tempfile.mkdtemp(prefix="pb-"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("VLLM_RPC_BASE_PATH", raising=False)
+        mp.setenv("TMPDIR", str(temp))
+        mp.setattr(tempfile, "tempdir", str(temp))
+        with local_server(
+            model_dir, max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB,
+            extra_args=["--enforce-eager", "--no-enable-prefix-caching"]
+        ) as base_url:
+            print(f"\nvLLM server start: {time.perf_counter() - started:.1f} s")
+            assert socket_files(temp)  # the engine binds its sockets under the temp folder
+            yield base_url
     with pytest.raises(ServerUnavailableError):  # the process (group) is gone
         check_server(base_url, timeout=2.0)
+    assert socket_files(temp) == []  # and its socket files with it
+    shutil.rmtree(temp)
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ from poolbench_data.llm.vllm_backend import (
     cpu_engine_env,
     cpu_safe_engine_kwargs,
     on_cpu,
+    socket_folder,
 )
 
 
@@ -119,28 +120,29 @@ def local_server(
     own_log = log_path is None
     log = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="vllm-server-", suffix=".log")[1])
     base_url = f"http://127.0.0.1:{port}/v1"
-    with log.open("wb") as log_fh:
-        proc = subprocess.Popen(
-            cmd, stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            env={**os.environ, **(cpu_engine_env() if on_cpu() else {})},
-        )
-    try:
-        deadline = time.monotonic() + startup_timeout_s
-        while not _answers(base_url + "/models"):
-            if proc.poll() is not None:
-                raise RuntimeError(
-                    f"vLLM server for {model_dir} exited with code {proc.returncode} before answering "
-                    f"on {base_url}; log {log} ends with:\n{_tail(log)}"
-                )
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"vLLM server for {model_dir} did not answer on {base_url} within "
-                    f"{startup_timeout_s:.0f} s; raise startup_timeout_s or read the log {log}:\n{_tail(log)}"
-                )
-            time.sleep(0.5)
-        yield base_url
-    finally:
-        _stop(proc)
-        if own_log:
-            with contextlib.suppress(OSError):
-                log.unlink()
+    with socket_folder() as sockets:  # the engine's socket files, removed after the server stops
+        with log.open("wb") as log_fh:
+            proc = subprocess.Popen(
+                cmd, stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                env={**os.environ, **(cpu_engine_env() if on_cpu() else {}), **sockets},
+            )
+        try:
+            deadline = time.monotonic() + startup_timeout_s
+            while not _answers(base_url + "/models"):
+                if proc.poll() is not None:
+                    raise RuntimeError(
+                        f"vLLM server for {model_dir} exited with code {proc.returncode} before answering "
+                        f"on {base_url}; log {log} ends with:\n{_tail(log)}"
+                    )
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"vLLM server for {model_dir} did not answer on {base_url} within "
+                        f"{startup_timeout_s:.0f} s; raise startup_timeout_s or read the log {log}:\n{_tail(log)}"
+                    )
+                time.sleep(0.5)
+            yield base_url
+        finally:
+            _stop(proc)
+            if own_log:
+                with contextlib.suppress(OSError):
+                    log.unlink()

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
+import tempfile
 import time
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from poolbench_data.core.errors import UserError
@@ -29,6 +32,10 @@ DEFAULT_CPU_KV_CACHE_GIB = 1.0
 # with none reserved (benchmarks/bench_generation.py --reserved_cpus; docs/benchmarks.md).
 RESERVED_CPUS_ENV = "VLLM_CPU_NUM_OF_RESERVED_CPU"
 SMALL_CPU_CORES = 4  # up to this many cores the worker gets them all
+# Where vLLM binds its processes' ZMQ ipc:// sockets (default: the temp folder, and vllm 0.32 leaves the 7
+# socket files of each engine there after a clean shutdown).
+RPC_PATH_ENV = "VLLM_RPC_BASE_PATH"
+MAX_SOCKET_FOLDER = 107 - len("/") - 36  # a socket path's limit (sockaddr_un), less vLLM's "/<uuid4>"
 
 
 def cpu_engine_env() -> dict[str, str]:
@@ -53,6 +60,24 @@ def environment(values: dict[str, str]):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextmanager
+def socket_folder() -> Iterator[dict[str, str]]:
+    """The environment entry that gives an engine's socket files a folder of their own, removed with what is
+    in it when the block ends, so that no engine leaves files in the temp folder. A VLLM_RPC_BASE_PATH the
+    caller set wins, and a temp folder too deep for a socket path leaves vLLM its default: then nothing is made
+    or removed."""
+    folder = None if RPC_PATH_ENV in os.environ else tempfile.mkdtemp(prefix="poolbench-vllm-")
+    if folder is None or len(folder) > MAX_SOCKET_FOLDER:  # where vLLM's own choice is all that would fit
+        if folder:
+            os.rmdir(folder)
+        yield {}
+        return
+    try:
+        yield {RPC_PATH_ENV: folder}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def on_cpu() -> bool:
@@ -127,9 +152,15 @@ class VLLMBackend:
         kwargs.update(engine_kwargs)  # the caller has the last word
         self.engine_kwargs = kwargs
         self.engine_env = cpu_engine_env() if self.cpu else {}
+        self._resources = ExitStack()  # what close() gives back besides the engine
+        sockets = self._resources.enter_context(socket_folder())
         started = time.perf_counter()
-        with environment(self.engine_env):  # read by the engine's processes as they start
-            self.llm: Any = LLM(**kwargs)
+        try:
+            with environment({**self.engine_env, **sockets}):  # read by the engine's processes as they start
+                self.llm: Any = LLM(**kwargs)
+        except BaseException:
+            self._resources.close()
+            raise
         self.startup_s = time.perf_counter() - started
 
     def settings(self) -> dict[str, Any]:
@@ -234,6 +265,7 @@ class VLLMBackend:
             engine_core.shutdown()
         del llm
         gc.collect()
+        self._resources.close()
 
     def __enter__(self) -> VLLMBackend:
         return self
