@@ -289,6 +289,11 @@ class ShotResult:
     def pocketed_ids(self) -> tuple[str, ...]:
         return tuple(b for b, _ in self.pocketed)
 
+    @property
+    def stopped_early(self) -> bool:
+        """Stopped before the balls came to rest: an outcome of where they happened to be, not of the shot."""
+        return self.status in STOPPED_EARLY
+
     def event_text(self) -> str:
         return event_text(self.events)
 

@@ -121,14 +121,11 @@ def request_failures(config, name: str, llm_records) -> dict:
 def simulator_stops(records) -> dict[str, dict[str, int]]:
     """Per player, the fired shots whose simulation stopped before the balls came to rest (`timeout`, `event-limit`):
     they are scored from where the balls were, so the report names them rather than count them as any shot."""
-    from poolbench_data.core.records import STOPPED_EARLY
-
     out: dict[str, dict[str, int]] = {}
     for r in records:
-        status = r.result.status if r.result is not None else "ok"
-        if status in STOPPED_EARLY:
+        if r.stopped_early:
             by = out.setdefault(r.player, {})
-            by[status] = by.get(status, 0) + 1
+            by[r.result.status] = by.get(r.result.status, 0) + 1
     return out
 
 

@@ -38,6 +38,11 @@ class ShotRecord:
     parse_status: str = "baseline"
     parse_message: str = ""
 
+    @property
+    def stopped_early(self) -> bool:
+        """Fired, and its simulation stopped before the balls came to rest (ShotResult.stopped_early)."""
+        return self.result is not None and self.result.stopped_early
+
 
 @dataclass(frozen=True)
 class ScenarioRun:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from poolbench_data.core.records import STOPPED_EARLY, Scenario, Shot
+from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.core.scoring import physics_score
 from poolbench_data.core.vocab import V0_RANGE
 from poolbench_data.players.play import play_shot
@@ -38,6 +38,6 @@ def robust_score(scenario: Scenario, trace: Mapping) -> float | None:
         return 0.0
     records = [play_shot(scenario, s, player="robust", kind="llm") for s in jittered(Shot.from_row(action))]
     # A stopped shot is scored from where the balls happened to be: averaged in, it would rank the pair by chance.
-    if any(r.result.status in STOPPED_EARLY for r in records):
+    if any(r.stopped_early for r in records):
         return None
     return sum(physics_score(r.metrics) for r in records) / len(records)

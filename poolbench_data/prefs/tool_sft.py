@@ -41,7 +41,7 @@ import numpy as np
 
 from poolbench_data.boards.splits import EVAL_SPLITS
 from poolbench_data.core.candidates import candidates
-from poolbench_data.core.records import PLAYER_GROUP, STOPPED_EARLY, Metrics, Scenario, Shot
+from poolbench_data.core.records import PLAYER_GROUP, Metrics, Scenario, Shot
 from poolbench_data.core.vocab import group_of
 from poolbench_data.llm.tools import (MAX_CALLS, TOOL_NAME, call_of, tool_answer, tool_calls, turn_result,
                                       with_tool_note)
@@ -142,7 +142,7 @@ def settled(scenario: Scenario, answer: str) -> tuple[Shot | None, Metrics] | No
     """`played`, or None where the simulation stopped early (the event limit, the wall clock): its outcome is where
     the balls happened to be, not what the shot does, so it is never demonstrated nor preferred to another."""
     record = _record(scenario, answer)
-    if record.result is not None and record.result.status in STOPPED_EARLY:
+    if record.stopped_early:
         return None
     return record.shot, record.metrics
 
