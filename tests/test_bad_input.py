@@ -5,9 +5,11 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -377,9 +379,12 @@ def _descendants(pid) -> dict:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_terminated_eval_shuts_the_vllm_engine_down(tmp_path):
     # SIGTERM (a scheduler's stop) used to end the CLI at once and leave vLLM's EngineCore and Worker running.
+    # Its temp folder: short, as a socket's path must be (the engine's socket folder is made there).
+    temp = Path(tempfile.mkdtemp(prefix="pb-"))
     proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "eval", "--n", "50", "--baselines", "random",
                              "--out", str(tmp_path / "eval"), "--quiet"], cwd=ROOT, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "TMPDIR": str(temp)})
     seen: dict = {}
     try:
         deadline = time.monotonic() + 240
@@ -391,8 +396,11 @@ def test_a_terminated_eval_shuts_the_vllm_engine_down(tmp_path):
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=60) == 128 + signal.SIGTERM
         assert not _survivors(seen, within=30)
+        # and the engine's socket files went with it
+        assert not list(temp.glob("poolbench-vllm-*")) and not [p for p in temp.rglob("*") if p.is_socket()]
     finally:
         _kill_all(proc, seen)
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 # --- 4. compare ------------------------------------------------------------------
