@@ -191,11 +191,32 @@ def cue_path(s, ball: str, pocket: str, speed: float, step: float = 0.005) -> tu
     return ("stops", x, y)
 
 
-def _board(args) -> list[dict]:
-    return candidates(*args)
+def kicks(s, max_calls: int) -> list[dict]:
+    """Where the first `max_calls` own balls listed show nothing open: the kick each report shows, in call order,
+    with what the model sees of it (`pot`: aimed to pot) and, for each speed, clean pot and legal contact."""
+    from poolbench_data.core.records import Shot
+    from poolbench_data.llm.tools import ball_report
+    from poolbench_data.prefs.tool_sft import listed_own, played
+    from poolbench_data.protocol.prompts import format_action
+
+    out = []
+    for call, ball in enumerate(listed_own(s)[:max_calls]):
+        k = ball_report(s, ball).get("kick")
+        if k:
+            metrics = {v: played(s, format_action(Shot(phi=k["aim_angle_deg"], V0=v, target_ball=ball,
+                                                       target_pocket=k["pocket"]), s))[1] for v in SPEED_GRID}
+            out.append({"call": call, "pot": k["pot"], "clean": {v: m.clean_pot for v, m in metrics.items()},
+                        "contact": {v: m.legal_contact for v, m in metrics.items()}})
+    return out
 
 
-def boards(scenarios, max_calls: int, workers: int) -> list[list[dict]]:
+def _board(args) -> tuple[list[dict], list[dict]]:
+    cands = candidates(*args)
+    return cands, ([] if cands else kicks(*args))
+
+
+def boards(scenarios, max_calls: int, workers: int) -> list[tuple[list[dict], list[dict]]]:
+    """Per board: its open shots (`candidates`) and, where there is none, its kicks (`kicks`)."""
     with ProcessPoolExecutor(workers) as pool:
         return list(pool.map(_board, [(s, max_calls) for s in scenarios], chunksize=4))
 
@@ -287,11 +308,36 @@ def score(cands_per_board: list[list[dict]], tables: dict, max_calls: int) -> di
     return out
 
 
-def against_model(outcomes: dict[str, list[bool]]) -> dict[str, tuple[int, int, float]]:
+KICK_RULE = f"first kick shown at {MODEL_SPEED:g} m/s (the model's speed)"
+
+
+def kick_rules() -> dict:
+    """Name -> (pick, speed) over a board's kicks (never empty here): which kick, at what speed."""
+    out = {}
+    for which, pick in (("first", lambda ks: ks[0]), ("last", lambda ks: ks[-1])):
+        for v in SPEED_GRID:
+            name = KICK_RULE if (which, v) == ("first", MODEL_SPEED) else f"{which} kick shown at {v:g} m/s"
+            out[name] = (pick, v)
+    out[f"first kick aimed to pot at {MODEL_SPEED:g} m/s"] = (
+        lambda ks: next((k for k in ks if k["pot"]), ks[0]), MODEL_SPEED)
+    return out
+
+
+def kick_score(per_board: list[tuple[list[dict], list[dict]]]) -> dict[str, list[bool]]:
+    """Clean pot or not, board by board, of each kick rule and the ceiling, over the boards with nothing open but
+    a kick."""
+    kicked = [ks for cands, ks in per_board if not cands and ks]
+    out = {name: [pick(ks)["clean"][v] for ks in kicked] for name, (pick, v) in kick_rules().items()}
+    out["ceiling: the best of the kicks shown and speeds"] = [any(any(k["clean"].values()) for k in ks)
+                                                              for ks in kicked]
+    return out
+
+
+def against_model(outcomes: dict[str, list[bool]], model: str = MODEL_RULE) -> dict[str, tuple[int, int, float]]:
     """Per rule: boards it pots that the model's rule does not, the reverse, and the exact McNemar p."""
     from poolbench_data.report.stats import mcnemar_exact
 
-    base = outcomes[MODEL_RULE]
+    base = outcomes[model]
     out = {}
     for name, got in outcomes.items():
         gained = sum(g and not b for g, b in zip(got, base))
@@ -316,17 +362,18 @@ def main(argv=None) -> int:
     from poolbench_data.players.pool import resolve_workers
 
     workers = resolve_workers(a.workers)
-    train = boards(generate(a.train_n, base_seed=1), MAX_CALLS, workers)
-    held_out = boards(generate(a.n, base_seed=0), MAX_CALLS, workers)
+    train_boards = boards(generate(a.train_n, base_seed=1), MAX_CALLS, workers)
+    held_boards = boards(generate(a.n, base_seed=0), MAX_CALLS, workers)
+    train, held_out = [c for c, _ in train_boards], [c for c, _ in held_boards]
     tables = fits(train)
     print(f"data: the first {a.train_n} train boards (seed 1) fit the rules; the first {a.n} held-out boards "
           f"(seed 0), generated; open shots of the first {MAX_CALLS} own balls listed, speeds "
           f"{', '.join(f'{v:g}' for v in SPEED_GRID)} m/s")
     print(f"boards with an open shot: train {sum(map(bool, train))} of {a.train_n}, held-out "
           f"{sum(map(bool, held_out))} of {a.n}\n")
-    held = score(held_out, tables, MAX_CALLS)
+    held, train_scores = score(held_out, tables, MAX_CALLS), score(train, tables, MAX_CALLS)
     print(f"{'clean pots':62}{'train':>7}{'held-out':>10}   held-out against the model's rule: gained, lost, p")
-    for (name, t), h, (g, lost, pv) in zip(score(train, tables, MAX_CALLS).items(), held.values(),
+    for (name, t), h, (g, lost, pv) in zip(train_scores.items(), held.values(),
                                          against_model(held).values()):
         print(f"{name:62}{sum(t):>7}{sum(h):>10}   {g:>3} {lost:>3}  {pv:.3f}")
     missed = [cs[0] for cs in held_out if cs and not cs[0]["clean"][MODEL_SPEED]]
@@ -348,7 +395,32 @@ def main(argv=None) -> int:
     print("\nfitted speed by (cut bucket, side pocket), train clean rate: " + ", ".join(
         f"{k[0] * CUT_BUCKET:g}-{(k[0] + 1) * CUT_BUCKET:g}{' side' if k[1] else ''} {v:g} ({r:.2f})"
         for k, (r, v) in sorted(tables["pocket"].items())))
+    print_kicks(train_boards, held_boards, train_scores, held)
     return 0
+
+
+def print_kicks(train_boards, held_boards, train_scores: dict[str, list[bool]], held: dict[str, list[bool]]) -> None:
+    """The boards with nothing open: what each kick rule pots, then the best open-board rule and the best kick
+    rule (by their train counts) together against the model's on every board with an open shot or a kick."""
+    from poolbench_data.report.stats import mcnemar_exact
+
+    train_k, held_k = kick_score(train_boards), kick_score(held_boards)
+    n_train, n_held = (sum(1 for c, ks in b if not c and ks) for b in (train_boards, held_boards))
+    print(f"\nboards with nothing open and a kick: train {n_train}, held-out {n_held}")
+    print(f"{'clean pots':62}{'train':>7}{'held-out':>10}   held-out against {KICK_RULE!r}: gained, lost, p")
+    for (name, t), h, (g, lost, pv) in zip(train_k.items(), held_k.values(),
+                                         against_model(held_k, KICK_RULE).values()):
+        print(f"{name:62}{sum(t):>7}{sum(h):>10}   {g:>3} {lost:>3}  {pv:.3f}")
+    # Chosen on the train boards only, as a preference stage would learn them.
+    best_open = max((n for n in held if not n.startswith(("ceiling", "simulated"))),
+                    key=lambda n: sum(train_scores[n]))
+    best_kick = max(kick_rules(), key=lambda n: sum(train_k[n]))
+    g = sum(a and not b for a, b in zip(held[best_open], held[MODEL_RULE])) + sum(
+        a and not b for a, b in zip(held_k[best_kick], held_k[KICK_RULE]))
+    lost = sum(b and not a for a, b in zip(held[best_open], held[MODEL_RULE])) + sum(
+        b and not a for a, b in zip(held_k[best_kick], held_k[KICK_RULE]))
+    print(f"\nthe best rules on the train boards, together: {best_open!r} where a shot is open, {best_kick!r} where "
+          f"only a kick is; held-out against the model's: gained {g}, lost {lost}, p {mcnemar_exact(g, lost):.3f}")
 
 
 if __name__ == "__main__":
