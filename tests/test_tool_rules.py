@@ -45,6 +45,39 @@ def test_candidates_are_the_open_shots_of_the_listed_calls_played_at_every_speed
     assert bench.candidates(s, 1) == [c for c in cands if c["call"] == 0]
 
 
+def test_kicks_are_the_listed_calls_kicks_where_nothing_is_open():
+    s = next(s for s in generate(60) if not any(ball_report(s, b)["open"] for b in listed_own(s)[:3])
+             and sum(bool(ball_report(s, b).get("kick")) for b in listed_own(s)[:3]) >= 2)
+    kicks = bench.kicks(s, 3)
+    shown = [(i, ball_report(s, b)["kick"]) for i, b in enumerate(listed_own(s)[:3]) if ball_report(s, b).get("kick")]
+    assert [(k["call"], k["pot"]) for k in kicks] == [(i, k["pot"]) for i, k in shown]
+    i, k = shown[0]
+    m = played(s, format_action(Shot(phi=k["aim_angle_deg"], V0=8.0, target_ball=listed_own(s)[i],
+                                     target_pocket=k["pocket"]), s))[1]
+    assert (kicks[0]["clean"][8.0], kicks[0]["contact"][8.0]) == (m.clean_pot, m.legal_contact)
+    assert bench._board((s, 3)) == ([], kicks)
+    opened = next(s for s in generate(8) if bench.candidates(s, 3))
+    assert bench._board((opened, 3))[1] == []  # a board with an open shot: no kicks played
+
+
+def _kick(call: int, clean_at: set[float], pot: bool = True):
+    return {"call": call, "pot": pot, "clean": {v: v in clean_at for v in bench.SPEED_GRID},
+            "contact": {v: True for v in bench.SPEED_GRID}}
+
+
+def test_kick_rules_count_only_the_boards_with_nothing_open_but_a_kick():
+    per_board = [([_shot(0, 5.0, False, {5.0})], []),  # an open shot: not a kick board
+                 ([], [_kick(0, {8.0}), _kick(2, {5.0})]),
+                 ([], []),  # nothing open, no kick shown
+                 ([], [_kick(1, {5.0, 8.0}, pot=False), _kick(2, set())])]
+    got = bench.kick_score(per_board)
+    assert all(len(v) == 2 for v in got.values())
+    assert sum(got[bench.KICK_RULE]) == 1 and sum(got["first kick shown at 8 m/s"]) == 2
+    assert sum(got["last kick shown at 5 m/s"]) == 1 and sum(got["first kick aimed to pot at 5 m/s"]) == 0
+    assert sum(got["ceiling: the best of the kicks shown and speeds"]) == 2
+    assert bench.against_model(got, bench.KICK_RULE)["first kick shown at 8 m/s"] == (1, 0, 1.0)
+
+
 def test_rules_are_fitted_on_one_set_and_counted_on_another():
     # Train: thin cuts pot only at 8 m/s, straight ones at 5; a side pocket never.
     train = [[_shot(0, 50.0, False, {8.0}), _shot(1, 5.0, False, {5.0})], [_shot(0, 5.0, True, set())],
