@@ -40,7 +40,9 @@ class ScriptArguments(PushArguments):
                 "against a further call, the conversation continued with blocked calls to the cap where calls "
                 "were left; tool-speed (not a default: being measured): the model's final answer against the same "
                 "answer at another cue speed, the one that plays better on average over small aim and speed "
-                "errors chosen (prefs.tool_speed; 9 simulations a speed); tool-call-again (not a default: being "
+                "errors chosen (prefs.tool_speed; 9 simulations a speed); tool-cap-speed (not a default: to be "
+                "measured): the same for the answers at the call cap after a closed report, most of them kicks; "
+                "tool-call-again (not a default: being "
                 "measured): after a report with no open shot and calls left, the model's own further call in a "
                 "thread that then potted, against the action the at-cap demonstrations write there. With "
                 "both of those two, each keeps as many pairs as the other; whatever the sources, the "
@@ -55,9 +57,9 @@ class ScriptArguments(PushArguments):
                 "average, by a quarter of a level, over its action replayed with the aim +-0.1 degrees and the "
                 "speed +-0.5 m/s (9 simulations a sample; prefs.robust): one simulated outcome is a noisy label."})
     tool_speeds: str = field(default="4,5,6,7,8,10,12", metadata={
-        "help": "With --tool_sources tool-speed: comma-separated cue speeds (m/s, within 2-12) the model's answer is "
-                "set against, one drawn per answer among those that play robustly differently (5 alone: the best "
-                "single speed on train boards, docs/benchmarks.md)."})
+        "help": "With --tool_sources tool-speed or tool-cap-speed: comma-separated cue speeds (m/s, within 2-12) "
+                "the model's answer is set against, one drawn per answer among those that play robustly "
+                "differently (5 alone: the best single speed on train boards, docs/benchmarks.md)."})
     tool_same_kind: bool = field(default=False, metadata={
         "help": "With --tool_eval_dir: leave out tool-on-policy pairs that set a call against an answer (the "
                 "call's side is scored by one sampled continuation); the recovery and answer-now sources still "
@@ -76,11 +78,11 @@ def build(args: ScriptArguments) -> None:
 
     from poolbench_data.prefs.tool_pairs import TOOL_SOURCES
     from poolbench_data.prefs.tool_call_again import CALL_AGAIN
-    from poolbench_data.prefs.tool_speed import SPEED
+    from poolbench_data.prefs.tool_speed import CAP_SPEED, SPEED
 
     # Both flags before any work, whichever config is built.
     sources = _sources("--sources", args.sources, SOURCES)
-    tool_sources = _sources("--tool_sources", args.tool_sources, (*TOOL_SOURCES, SPEED, CALL_AGAIN))
+    tool_sources = _sources("--tool_sources", args.tool_sources, (*TOOL_SOURCES, SPEED, CAP_SPEED, CALL_AGAIN))
     if not 0 <= args.tool_min_level_gap <= 3:
         raise UserError(f"--tool_min_level_gap must be 0, 1, 2 or 3 (levels: unparseable 0, foul 1, legal contact "
                         f"2, legal pot 3); got {args.tool_min_level_gap}")
@@ -131,7 +133,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     from poolbench_data.prefs.tool_kinds import balance_kinds, same_kind
     from poolbench_data.prefs.tool_pairs import ThreadMismatch, tool_pairs
     from poolbench_data.prefs.tool_call_again import CALL_AGAIN, call_again_pairs
-    from poolbench_data.prefs.tool_speed import SPEED, speed_pairs
+    from poolbench_data.prefs.tool_speed import CAP_SPEED, SPEED, speed_pairs
     from poolbench_data.report.provenance import provenance
 
     src = Path(args.tool_eval_dir)
@@ -149,10 +151,11 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
         raise UserError(f"--tool_eval_dir {src}: {len(foreign)} boards are not in {folder} split {args.split!r} "
                         f"(e.g. {foreign[0]!r}); run the eval with the split's --seed and --n")
     try:
-        found = tool_pairs(scenarios, threads, traces, [s for s in sources if s not in (SPEED, CALL_AGAIN)],
+        found = tool_pairs(scenarios, threads, traces, [s for s in sources if s not in (SPEED, CAP_SPEED, CALL_AGAIN)],
                            args.tool_min_level_gap, args.tool_robust)
         again = call_again_pairs(scenarios, threads, traces) if CALL_AGAIN in sources else []
-        by_speed = speed_pairs(scenarios, threads, traces, speeds) if SPEED in sources else []
+        by_speed = [p for at_cap, source in ((False, SPEED), (True, CAP_SPEED)) if source in sources
+                    for p in speed_pairs(scenarios, threads, traces, speeds, at_cap=at_cap)]
     except ThreadMismatch as exc:
         raise UserError(f"--tool_eval_dir {src}: {exc}") from None
     kept = (same_kind(found) if args.tool_same_kind else found) + again
@@ -165,7 +168,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
                           provenance(split=args.split, sources=sources, tool_eval_dir=str(src.resolve()),
                                      threads=len(threads), min_level_gap=args.tool_min_level_gap,
                                      robust=args.tool_robust, same_kind=args.tool_same_kind,
-                                     speeds=speeds if SPEED in sources else None))
+                                     speeds=speeds if {SPEED, CAP_SPEED} & set(sources) else None))
     turns = {k: sum(p["turn"] == k for p in pairs) for k in sorted({p["turn"] for p in pairs})}
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}
     # A set whose chosen side is always a call (or always an answer) teaches the turn type, not the condition:
@@ -178,7 +181,8 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     if by_speed:  # which way the physics moved the speed: DPO follows the balance of these
         slower = sum(float(p["chosen_decision"].split()[-1]) < float(p["rejected_decision"].split()[-1])
                      for p in by_speed)
-        trimmed += f"; {SPEED}: the slower side chosen in {slower} of {len(by_speed)}"
+        named = ", ".join(x for x in (SPEED, CAP_SPEED) if x in sources)
+        trimmed += f"; {named}: the slower side chosen in {slower} of {len(by_speed)}"
     print(f"pairs_tools/{args.split}: {counts[args.split]} pairs {by} (by turn: {turns}; turn kinds {kinds}{trimmed}) "
           f"from {len(threads)} threads on {len({t['scenario_id'] for t in threads})} boards of {src}")
     args.maybe_push(folder)

@@ -607,6 +607,11 @@ def test_builder_writes_speed_pairs_beside_the_others(sampled, monkeypatch, caps
     assert speeds and all(p["chosen_robust"] is not None for p in speeds)
     assert all(p["chosen_robust"] is None for p in rows if p["source"] != ts.SPEED)
     assert f"tool-speed: the slower side chosen in {len(speeds)} of {len(speeds)}" in capsys.readouterr().out
+    # The cap source is one of the choices (these samples never answer at the cap: none of its pairs here)
+    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
+                             "tool-on-policy,tool-cap-speed"]) == 0
+    assert {p["source"] for p in read_rows(root, "pairs_tools", "train")} == {"tool-on-policy"}
+    capsys.readouterr()
     assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
                              "tool-speeds"]) == 2  # a misspelt source names the flag and the choices
     assert "--tool_sources 'tool-speeds'" in capsys.readouterr().err
@@ -620,6 +625,57 @@ def test_builder_writes_speed_pairs_beside_the_others(sampled, monkeypatch, caps
     assert json.loads((root / "provenance.json").read_text())["pairs_tools"]["settings"]["speeds"] == [5.0]
     assert {5.0} <= {_speed(p, side) for p in read_rows(root, "pairs_tools", "train") for side in ("chosen",
                                                                                                    "rejected")}
+
+
+def _kicked_at_the_cap(row: dict, speed: float = 5.0) -> tuple[dict, dict] | None:
+    """A thread on `row` that calls the own balls listed to the cap, every report closed, then writes the last
+    report's kick at `speed`, and its trace; None where a report is open or the last shows no kick."""
+    from poolbench_data.llm.tools import call_of
+    from poolbench_data.prefs.tool_pairs import _played_row
+    from poolbench_data.prefs.tool_sft import listed_own
+
+    s = Scenario.from_row(row)
+    listed = listed_own(s)[:MAX_CALLS]
+    balls = [listed[k % len(listed)] for k in range(MAX_CALLS)]
+    calls = [{"arguments": {"target_ball": b}, "result": turn_result(s, call_of(b), MAX_CALLS - 1 - k)}
+             for k, b in enumerate(balls)]
+    kick = calls[-1]["result"].get("kick")
+    if any(clear(c["result"]) for c in calls) or not kick:
+        return None
+    final = format_action(Shot(phi=kick["aim_angle_deg"], V0=speed, target_ball=balls[-1],
+                               target_pocket=kick["pocket"]), s)
+    trace = _played_row(row, s, final, "m")
+    thread = {"scenario_id": s.id, "player": trace["player"], "sample": 0, "request_failed": False, "calls": calls,
+              "turns": [call_text(b) for b in balls], "final_response": final, "tool_version": TOOL_VERSION}
+    return thread, trace
+
+
+def test_cap_speed_pairs_set_the_kick_at_the_cap_against_other_speeds(sampled, monkeypatch):
+    import poolbench_data.prefs.tool_speed as ts
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+
+    root, out = sampled
+    rows = read_rows(root, "scenarios", "train")
+    kicked = [(row, *k) for row in rows if (k := _kicked_at_the_cap(row)) is not None]
+    assert kicked, "no train board of the fixture has every report closed and a kick"
+    threads, traces = [t for _, t, _ in kicked], [tr for _, _, tr in kicked]
+    scenarios = [row for row, _, _ in kicked]
+    monkeypatch.setattr(ts, "robust_score", lambda s, trace: trace["action"]["V0"])  # faster is better
+    found = ts.speed_pairs(scenarios, threads, traces, speeds=(8.0,), at_cap=True)
+    assert len(found) == len(kicked) and {p["source"] for p in found} == {ts.CAP_SPEED}
+    for p, thread in zip(found, threads):
+        chosen, rejected = (json.loads(p[side][0]["content"]) for side in ("chosen", "rejected"))
+        assert {**chosen, "cue_speed": 0} == {**rejected, "cue_speed": 0}
+        assert (chosen["cue_speed"], rejected["cue_speed"]) == (8.0, 5.0)  # the kick at 8 m/s over the model's 5
+        assert p["rejected"][0]["content"] == thread["final_response"] and p["chosen_model"] == ts.EDIT
+        last = json.loads(p["prompt"][-1]["content"])
+        assert last["calls_left"] == 0 and not clear(last) and last["kick"]
+    # The open-report source leaves these answers alone, and the cap source leaves the open-report ones.
+    assert ts.speed_pairs(scenarios, threads, traces) == []
+    sampled_threads, sampled_traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    assert ts.speed_pairs(rows[:2], sampled_threads, sampled_traces)  # open-report answers there
+    assert ts.speed_pairs(rows[:2], sampled_threads, sampled_traces, at_cap=True) == []
 
 
 def _called_twice(row: dict, final_speed: float | None = None) -> tuple[dict, dict] | None:

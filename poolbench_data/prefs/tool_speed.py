@@ -14,6 +14,11 @@ Only answers written after a report with an open shot: a pair whose prompt ends 
 left or at the cap) trains an answer there, whatever its speed. On 121 pairs from all answers (17 after a closed
 report with calls left, 11 at the cap), DPO from the listed tool-SFT model kept every answer at 8 m/s and
 kicked on 51 boards of 200 against its SFT's 23 (docs/training.md, fourteenth session).
+
+`tool-cap-speed` pairs are the same, for the answers at the call cap after a closed report instead (most are the
+kick the report shows): there an answer is due whatever its speed, so the pair trains only the speed. A kick's
+way is longer than a straight shot's: on the held-out boards with nothing open, the first kick shown pots
+cleanly on 3 at the model's 5 m/s and on 8 at 8 m/s (benchmarks/bench_tool_rules.py, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from poolbench_data.prefs.tool_pairs import _described, _played_row, decisions, 
 from poolbench_data.prefs.tool_sft import clear
 
 SPEED = "tool-speed"
+CAP_SPEED = "tool-cap-speed"
 EDIT = "speed_edit"  # the model name of the side that is the model's answer with another speed written in
 SPEEDS = (4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0)  # m/s: the bench's range of clean pots, within V0_RANGE
 
@@ -48,16 +54,18 @@ def with_speed(answer: str, speed: float) -> str | None:
 
 
 def speed_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping],
-                speeds: Sequence[float] = SPEEDS, seed: int = 0) -> list[dict]:
+                speeds: Sequence[float] = SPEEDS, seed: int = 0, at_cap: bool = False) -> list[dict]:
     """One `tool-speed` pair per distinct final answer after an open report (module docstring), board by board,
-    the other side at one of `speeds`; `seed` with the board's seed and the sample's number draws which."""
+    the other side at one of `speeds`; `seed` with the board's seed and the sample's number draws which. With
+    `at_cap`, `tool-cap-speed` pairs: the answers at the call cap after a closed report instead."""
     if not speeds or any(not V0_RANGE[0] <= v <= V0_RANGE[1] for v in speeds):
         raise ValueError(f"speeds must be one or more cue speeds in [{V0_RANGE[0]}, {V0_RANGE[1]}] m/s (got {speeds})")
     out: list[dict] = []
     seen: set[tuple] = set()  # the prompt holds the board: one set serves every board
     for row, scenario, _, samples in usable_samples(scenarios, threads, traces):
         for thread, trace in samples:
-            if not clear(thread["calls"][-1]["result"]):
+            last = thread["calls"][-1]["result"]
+            if not ((not clear(last) and last.get("calls_left") == 0) if at_cap else clear(last)):
                 continue
             conv = thread_messages(scenario, thread)
             key = (json.dumps(conv[:-1]), thread["final_response"])
@@ -65,14 +73,14 @@ def speed_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: S
                 continue
             seen.add(key)
             rng = np.random.default_rng([seed, scenario.seed, thread["sample"]])
-            pair = _speed_pair(row, scenario, conv, thread, trace, speeds, rng)
+            pair = _speed_pair(row, scenario, conv, thread, trace, speeds, rng, CAP_SPEED if at_cap else SPEED)
             if pair is not None:
                 out.append(pair)
     return out
 
 
 def _speed_pair(row: dict, scenario: Scenario, conv: list[dict], thread: Mapping, trace: Mapping,
-                speeds: Sequence[float], rng: np.random.Generator) -> dict | None:
+                speeds: Sequence[float], rng: np.random.Generator, source: str) -> dict | None:
     own = thread["final_response"]
     texts = {v: with_speed(own, v) for v in speeds if v != trace["action"]["V0"]}
     if None in texts.values():  # not one JSON object with a cue speed: nothing to rewrite
@@ -92,7 +100,7 @@ def _speed_pair(row: dict, scenario: Scenario, conv: list[dict], thread: Mapping
     ours = (own, trace, mine, decisions(thread, trace)[-1], model)
     other = (text, played, score, ("answer", *(played["action"][k] for k in ("target_ball", "phi", "V0"))), EDIT)
     chosen, rejected = (other, ours) if score > mine else (ours, other)
-    pair = _pair(row, chosen[0], rejected[0], chosen[1], rejected[1], SPEED, chosen[4], rejected[4],
+    pair = _pair(row, chosen[0], rejected[0], chosen[1], rejected[1], source, chosen[4], rejected[4],
                  prompt=conv[:-1])
     return {**pair, "turn": len(thread["turns"]), "chosen_decision": _described(chosen[3]),
             "rejected_decision": _described(rejected[3]), "chosen_robust": chosen[2], "rejected_robust": rejected[2]}
