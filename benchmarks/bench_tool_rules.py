@@ -11,7 +11,9 @@ to PATH_CUSHIONS cushions), and the balls' travel (cue ball to ghost ball plus o
 fact from closed-form ball physics, not geometry: where the cue ball, struck with the players' top spin, runs
 after contact until its first cushion (`cue_path`). Each
 rule's gains and losses against the model's rule on the same held-out boards give the exact McNemar p a model
-that learned the rule perfectly would reach. A preference stage teaches a choice the model can make from its
+that learned the rule perfectly would reach. Where the calls show nothing open the model answers at the cap, most
+often with the kick a closed report shows: those boards' kicks are played at each speed too (`kicks`), and each
+open-board rule is counted again together with the kick rule the train boards choose. A preference stage teaches a choice the model can make from its
 input; what lies between the best such rule and the ceiling is what the input does not show.
 
     python benchmarks/bench_tool_rules.py --train_n 400 --n 200
