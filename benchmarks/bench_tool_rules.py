@@ -13,8 +13,9 @@ after contact until its first cushion (`cue_path`). Each
 rule's gains and losses against the model's rule on the same held-out boards give the exact McNemar p a model
 that learned the rule perfectly would reach. Where the calls show nothing open the model answers at the cap, most
 often with the kick a closed report shows: those boards' kicks are played at each speed too (`kicks`), and each
-open-board rule is counted again together with the kick rule the train boards choose. A preference stage teaches a choice the model can make from its
-input; what lies between the best such rule and the ceiling is what the input does not show.
+open-board rule is counted again together with the kick rule the train boards choose. A preference stage teaches
+a choice the model can make from its input; what lies between the best such rule and the ceiling is what the
+input does not show.
 
     python benchmarks/bench_tool_rules.py --train_n 400 --n 200
 """
@@ -36,15 +37,24 @@ TRAVEL_BUCKET = 0.5  # metres: the travel rule's resolution, with cuts to 2 * CU
 MODEL_RULE = f"first open shot at {MODEL_SPEED:g} m/s (the model's rule)"
 
 
+def at_speeds(s, ball: str, pocket: str, phi: float) -> dict:
+    """Speed -> the metrics of the shot at `ball` into `pocket` with aim `phi`, written as the model writes it and
+    played as the evaluator plays it, at each speed of SPEED_GRID."""
+    from poolbench_data.core.records import Shot
+    from poolbench_data.prefs.tool_sft import played
+    from poolbench_data.protocol.prompts import format_action
+
+    return {v: played(s, format_action(Shot(phi=phi, V0=v, target_ball=ball, target_pocket=pocket), s))[1]
+            for v in SPEED_GRID}
+
+
 def candidates(s, max_calls: int) -> list[dict]:
     """Every open shot of the first `max_calls` own balls listed, in the order the reports show them, with
     what the model can see of it and, for each speed, whether it is a clean pot."""
     import math
 
-    from poolbench_data.core.records import Shot
     from poolbench_data.llm.tools import ball_report
-    from poolbench_data.prefs.tool_sft import listed_own, played
-    from poolbench_data.protocol.prompts import format_action
+    from poolbench_data.prefs.tool_sft import listed_own
 
     out = []
     for call, ball in enumerate(listed_own(s)[:max_calls]):
@@ -52,8 +62,7 @@ def candidates(s, max_calls: int) -> list[dict]:
             if not x["open"]:
                 continue
             cue, target, point, ghost = shot_points(s, ball, x["pocket"])
-            metrics = {v: played(s, format_action(Shot(phi=x["potting_point_aim_angle_deg"], V0=v, target_ball=ball,
-                                                       target_pocket=x["pocket"]), s))[1] for v in SPEED_GRID}
+            metrics = at_speeds(s, ball, x["pocket"], x["potting_point_aim_angle_deg"])
             out.append({"call": call, "cut": x["cut_angle_deg"], "side": x["pocket"][1] == "c",
                         "clean": {v: m.clean_pot for v, m in metrics.items()},
                         "scratch": {v: "scratch" in m.foul_reasons for v, m in metrics.items()},
@@ -196,17 +205,14 @@ def cue_path(s, ball: str, pocket: str, speed: float, step: float = 0.005) -> tu
 def kicks(s, max_calls: int) -> list[dict]:
     """Where the first `max_calls` own balls listed show nothing open: the kick each report shows, in call order,
     with what the model sees of it (`pot`: aimed to pot) and, for each speed, clean pot and legal contact."""
-    from poolbench_data.core.records import Shot
     from poolbench_data.llm.tools import ball_report
-    from poolbench_data.prefs.tool_sft import listed_own, played
-    from poolbench_data.protocol.prompts import format_action
+    from poolbench_data.prefs.tool_sft import listed_own
 
     out = []
     for call, ball in enumerate(listed_own(s)[:max_calls]):
         k = ball_report(s, ball).get("kick")
         if k:
-            metrics = {v: played(s, format_action(Shot(phi=k["aim_angle_deg"], V0=v, target_ball=ball,
-                                                       target_pocket=k["pocket"]), s))[1] for v in SPEED_GRID}
+            metrics = at_speeds(s, ball, k["pocket"], k["aim_angle_deg"])
             out.append({"call": call, "pot": k["pot"], "clean": {v: m.clean_pot for v, m in metrics.items()},
                         "contact": {v: m.legal_contact for v, m in metrics.items()}})
     return out
@@ -416,14 +422,12 @@ def print_kicks(train_boards, held_boards, held: dict[str, list[bool]]) -> None:
     # The kick rule chosen on the train boards only, as a preference stage would learn it; then each open-board
     # rule with it, on every board with an open shot or a kick.
     best_kick = max(kick_rules(), key=lambda n: sum(train_k[n]))
-    g0 = sum(a and not b for a, b in zip(held_k[best_kick], held_k[KICK_RULE]))
-    l0 = sum(b and not a for a, b in zip(held_k[best_kick], held_k[KICK_RULE]))
+    g0, l0, _ = against_model(held_k, KICK_RULE)[best_kick]
     print(f"\nwith {best_kick!r} (the train boards' best kick rule) where only a kick is, held-out against the "
           "model's rules: gained, lost, p")
-    for name in (n for n in held if not n.startswith(("ceiling", "simulated"))):
-        g = g0 + sum(a and not b for a, b in zip(held[name], held[MODEL_RULE]))
-        lost = l0 + sum(b and not a for a, b in zip(held[name], held[MODEL_RULE]))
-        print(f"{name:62}{'':17}   {g:>3} {lost:>3}  {mcnemar_exact(g, lost):.3f}")
+    for name, (g, lost, _) in against_model(held).items():
+        if not name.startswith(("ceiling", "simulated")):
+            print(f"{name:62}{'':17}   {g0 + g:>3} {l0 + lost:>3}  {mcnemar_exact(g0 + g, l0 + lost):.3f}")
 
 
 if __name__ == "__main__":

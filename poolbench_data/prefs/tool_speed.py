@@ -65,7 +65,8 @@ def speed_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: S
     for row, scenario, _, samples in usable_samples(scenarios, threads, traces):
         for thread, trace in samples:
             last = thread["calls"][-1]["result"]
-            if not ((not clear(last) and last.get("calls_left") == 0) if at_cap else clear(last)):
+            closed_at_cap = not clear(last) and last.get("calls_left") == 0
+            if not (closed_at_cap if at_cap else clear(last)):
                 continue
             conv = thread_messages(scenario, thread)
             key = (json.dumps(conv[:-1]), thread["final_response"])
