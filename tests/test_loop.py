@@ -4,6 +4,7 @@ evaluations (replay backend)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,7 @@ def test_tool_track_json_has_the_issue_shape(tmp_path):
     work = tmp_path / "work"
     _tool_eval(work, "sft", ["no idea"] * 4, boards, tmp_path)
     _tool_eval(work, "grpo", actions, boards, tmp_path)
+    from poolbench_data.players.traces import load_traces
     from poolbench_data.report.pilot import pilot_tools_result
 
     result = pilot_tools_result(work, {})
@@ -123,6 +125,11 @@ def test_tool_track_json_has_the_issue_shape(tmp_path):
     assert result["sft"]["tool_called"] == 2 and result["sft"]["parseable"] == 0
     assert result["grpo"]["clean_pot"] == sum(json.loads(x)["clean_pot"] for x in
                                               (work / "grpo" / "llm_traces.jsonl").read_text().splitlines())
+    played = [r for r in load_traces(work / "grpo" / "llm_traces.jsonl") if r["sim_status"] == "ok"]
+    speeds = result["grpo"]["speeds_by_calls"]  # boards 0 and 2 made no call, 1 and 3 one (_tool_eval)
+    assert set(speeds) == {"0", "1"} and sum(sum(c.values()) for c in speeds.values()) == len(played) == 4
+    assert speeds["1"] == dict(Counter(f"{round(a.shot.V0, 1):g}" for a in map(oracle, boards[1::2])))
+    assert result["sft"]["speeds_by_calls"] == {}  # nothing parsed, nothing played
     assert set(result["mcnemar_p"]) == {"grpo_vs_sft"}
     assert set(result["mcnemar_p"]["grpo_vs_sft"]) == {"clean_pot", "own_potted"}
     assert {"random", "heuristic_centre", "heuristic_potpoint"} <= set(result)

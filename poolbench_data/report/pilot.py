@@ -42,11 +42,16 @@ def examples_seen(run_dir: Path) -> int | None:
     return seen
 
 
+def played(row: dict) -> bool:
+    """A trace row whose action the simulator played (parsed, legal to fire)."""
+    return row["sim_status"] not in ("not-fired", "error")
+
+
 def player_stats(rows: list[dict]) -> dict:
     """The pilot's per-player numbers from llm_traces.jsonl rows."""
     from poolbench_data.report.stats import quantile
 
-    fired = [r for r in rows if r["sim_status"] not in ("not-fired", "error")]
+    fired = [r for r in rows if played(r)]
     errors = [abs(r["angle_error_deg"]) for r in fired if r["angle_error_deg"] is not None]
     return {
         "parseable": sum(r["parse_status"] == "ok" for r in rows),
@@ -105,11 +110,27 @@ def tool_stats(folder: Path, rows: list[dict] | None = None) -> dict | None:
     traces = folder / "llm_traces.jsonl"
     if rows is None and not traces.exists():
         return None
-    stats = player_stats(load_traces(traces) if rows is None else rows)
+    rows = load_traces(traces) if rows is None else rows
+    stats = player_stats(rows)
     calls = folder / "tool_calls.jsonl"
     if calls.exists():
-        stats["tool_called"] = sum(1 for t in load_traces(calls) if t["calls"])
+        threads = load_traces(calls)
+        stats["tool_called"] = sum(1 for t in threads if t["calls"])
+        stats["speeds_by_calls"] = speeds_by_calls(rows, threads)
     return stats
+
+
+def speeds_by_calls(rows: list[dict], threads: list[dict]) -> dict[str, dict[str, int]]:
+    """The speeds (m/s, to 0.1) of the shots played, by how many tool calls each made ("3": answered at the
+    default cap): whether a preference stage moved the speed it trains (tool-speed, tool-cap-speed pairs), which
+    clean pots alone do not show."""
+    from collections import Counter
+
+    calls = {(t["scenario_id"], t["sample"]): len(t["calls"]) for t in threads}
+    found: dict[int, Counter] = {}
+    for r in filter(played, rows):
+        found.setdefault(calls.get((r["scenario_id"], r["sample"]), 0), Counter())[round(r["action"]["V0"], 1)] += 1
+    return {str(n): {f"{v:g}": c[v] for v in sorted(c)} for n, c in sorted(found.items())}
 
 
 def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
