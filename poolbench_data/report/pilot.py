@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from poolbench_data.core.records import NOT_FIRED
 from poolbench_data.players.pool import cores
 from poolbench_data.players.traces import load_traces
 
@@ -44,7 +45,7 @@ def examples_seen(run_dir: Path) -> int | None:
 
 def played(row: dict) -> bool:
     """A trace row whose action the simulator played (parsed, legal to fire)."""
-    return row["sim_status"] not in ("not-fired", "error")
+    return row["sim_status"] not in (NOT_FIRED, "error")
 
 
 def player_stats(rows: list[dict]) -> dict:
