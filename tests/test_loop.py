@@ -412,3 +412,45 @@ def test_a_resumed_loop_refuses_outputs_another_command_built(tmp_path, capsys):
     assert loop.main(["--track", "tools", "--work_dir", str(tmp_path), "--stages", "pairs"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: stage pairs: ") and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_pilots_time_is_the_sum_of_its_stages_not_the_hours_between(tmp_path):
+    """A resumed pilot's wall_minutes once counted from its first stage to its JSON, the hours it lay idle
+    between stages included; each stamp now keeps its stage's seconds (report.pilot.stage_minutes)."""
+    import os
+
+    from poolbench_data.report.pilot import stage_minutes, wall_minutes
+
+    loop = _loop()
+    r = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path), samples=4))
+    ran = []
+    r.run = lambda cmd: (ran.append(cmd), (r.data / "data" / "pairs_tools").mkdir(parents=True))
+    r.pairs(), r.pairs()
+    assert len(ran) == 1  # the time recorded is not part of what built it: resumed, not refused
+    assert 0 <= json.loads((tmp_path / "stamps" / "pairs.json").read_text())["seconds"] < 60
+    # A stage from before times were kept (no seconds) counts from the stamp before it, or the loop's start.
+    t0 = 1_700_000_000
+    (tmp_path / ".started").touch()
+    os.utime(tmp_path / ".started", (t0, t0))
+    r.stamps.record("dataset", ["build"], ())
+    os.utime(r.stamps.path("dataset"), (t0 + 120, t0 + 120))
+    r.stamps.record("pairs", ["pairs"], ("dataset",), seconds=30)
+    os.utime(r.stamps.path("pairs"), (t0 + 3 * 3600, t0 + 3 * 3600))  # resumed three hours later
+    assert stage_minutes(tmp_path) == {"dataset": 2.0, "pairs": 0.5}
+    assert wall_minutes(tmp_path) == 2.5
+    (tmp_path / ".started").unlink()  # stages run by hand: the first one's time is unknown, so is the whole
+    assert stage_minutes(tmp_path) == {"dataset": None, "pairs": 0.5} and wall_minutes(tmp_path) is None
+    assert wall_minutes(tmp_path / "nothing") is None
+
+
+def test_the_machine_names_its_cpu_and_its_bf16(tmp_path):
+    from poolbench_data.report.pilot import cpu_name
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum\nflags\t\t: fpu avx512_bf16 amx_bf16\n\n"
+                    "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Platinum\nflags\t\t: fpu avx512_bf16 amx_bf16\n")
+    assert cpu_name(str(info)) == "Intel(R) Xeon(R) Platinum (AMX bf16)"
+    info.write_text("model name\t: AMD EPYC\nflags\t\t: fpu avx512f avx512_bf16\n")
+    assert cpu_name(str(info)) == "AMD EPYC (AVX-512 bf16)"
+    info.write_text("model name\t: AMD EPYC 7B13\nflags\t\t: fpu avx2\n")
+    assert cpu_name(str(info)) == "AMD EPYC 7B13 (no native bf16)"

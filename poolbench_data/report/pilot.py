@@ -8,7 +8,6 @@ import math
 import os
 import platform
 import subprocess
-import time
 from pathlib import Path
 
 from poolbench_data.core.records import NOT_FIRED
@@ -82,6 +81,7 @@ def pilot_result(work: Path, after_label: str, sft_rows_available: int | None) -
         "dpo_pairs": examples_seen(work / "dpo"),
         "scaling": scaling_rows(work),
         "wall_minutes": wall_minutes(work),
+        "stage_minutes": stage_minutes(work),
         "machine": machine(),
     }
 
@@ -161,6 +161,7 @@ def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
         "grpo_steps": json.loads(grpo_state.read_text())["global_step"] if grpo_state.exists() else 0,
         "tool_version": tool_version(work),
         "wall_minutes": wall_minutes(work),
+        "stage_minutes": stage_minutes(work),
         "machine": machine(),
     }
 
@@ -204,14 +205,33 @@ def scaling_table(work: Path) -> str:
     return "\n".join(lines)
 
 
-def wall_minutes(work: Path) -> float | None:
-    """Minutes since this work_dir's first stage ran, when the loop ran it (null for stages run by hand)."""
+def stage_minutes(work: Path) -> dict[str, float | None]:
+    """Minutes each stage of this work_dir took, by its stamp (training.stamps), in the order they ran: the seconds
+    the loop recorded, or for a stamp from before they were kept, the time from the stamp before it (or the loop's
+    start) to its own; None where neither is known (a stage run by hand)."""
+    stamps = sorted((work / "stamps").glob("*.json"), key=lambda p: p.stat().st_mtime)
     start = work / ".started"
-    return round((time.time() - start.stat().st_mtime) / 60, 1) if start.exists() else None
+    last = start.stat().st_mtime if start.exists() else None
+    minutes = {}
+    for stamp in stamps:
+        seconds = json.loads(stamp.read_text()).get("seconds")
+        if seconds is None and last is not None:
+            seconds = stamp.stat().st_mtime - last
+        last = stamp.stat().st_mtime
+        minutes[stamp.stem] = None if seconds is None else round(seconds / 60, 1)
+    return minutes
+
+
+def wall_minutes(work: Path) -> float | None:
+    """The pilot's time: the sum of its stages' (a resumed run counts each stage's own run, not the hours between);
+    None where a stage's time is not known or no stage ran."""
+    minutes = list(stage_minutes(work).values())
+    return round(sum(minutes), 1) if minutes and None not in minutes else None
 
 
 def machine() -> str:
-    """The machine in words, for a result's provenance: its GPUs, else architecture, cores and memory."""
+    """The machine in words, for a result's provenance: its GPUs, else the CPU (with its bf16: the pilots' times
+    differ ~2x between CPUs with and without it), architecture, cores and memory."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                              text=True, timeout=10)
@@ -219,4 +239,17 @@ def machine() -> str:
     except (OSError, subprocess.TimeoutExpired):
         gpu = ""
     mem = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
-    return gpu or f"{platform.machine()}, {cores()} cores, {mem} GiB, no GPU"
+    return gpu or f"{cpu_name()}, {platform.machine()}, {cores()} cores, {mem} GiB, no GPU"
+
+
+def cpu_name(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name and how it does bf16 (AMX, AVX-512 BF16, or not natively), from Linux's cpuinfo."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    field = lambda key: next((ln.split(":", 1)[1].strip() for ln in text.splitlines()  # noqa: E731
+                              if ln.split(":", 1)[0].strip() == key), "")
+    flags = set(field("flags").split())
+    bf16 = "AMX bf16" if "amx_bf16" in flags else "AVX-512 bf16" if "avx512_bf16" in flags else "no native bf16"
+    return f"{field('model name') or 'unknown CPU'} ({bf16})"

@@ -9,6 +9,7 @@ import math
 import shlex
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,9 +93,8 @@ STOP_GRACE_S = 60  # a stopped stage's processes get this long to clean up (vLLM
 
 
 def _run(cmd: list[str], log: Path, root: Path) -> None:
-    """Run one stage's command from the repository root, its output shown and kept in `log`. The command runs in
-    a process group of its own: when the loop is stopped (SIGTERM, Ctrl-C), so is the whole group (an
-    evaluation's engine processes included), never left running without it."""
+    """Run one stage's command from the repository root, its output shown and kept in `log`, in a process group
+    of its own: a stopped loop (SIGTERM, Ctrl-C) stops the whole group, an evaluation's engine processes too."""
     print("+ " + shlex.join(cmd), flush=True)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as f, subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -136,9 +136,10 @@ class Loop:
         """Run `cmd`, after `prepare()`, unless `output` exists, built by the same command from the same inputs."""
         what = cmd[1:] if what is None else what  # the interpreter's path is the checkout's, not a setting
         if not self.stamps.done(key, output, what, inputs):
+            start = time.monotonic()
             prepare()
             self.run(cmd)
-            self.stamps.record(key, what, inputs)
+            self.stamps.record(key, what, inputs, seconds=time.monotonic() - start)
 
     def run(self, cmd: list[str]) -> None:
         """A stage's command, its output kept in WORK_DIR/logs/<stage>.log."""
@@ -148,8 +149,8 @@ class Loop:
             raise StageFailed(f"stage {self.stage} failed: {e}") from None
 
     def evaluate(self, out: Path, inputs: tuple[str, ...], model_args: str = "", **settings) -> None:
-        """`poolbench eval` in its own process (the engine's memory goes with it), handed a config file
-        (WORK_DIR/configs/<folder>.yaml), not a string of flags; skipped where OUT holds its traces."""
+        """`poolbench eval` in its own process (the engine's memory goes with it), handed a config file (WORK_DIR/
+        configs/<folder>.yaml), not a string of flags; skipped where OUT holds its traces."""
         from dataclasses import asdict
         from functools import partial
 
@@ -318,9 +319,8 @@ def servable(checkpoint: Path) -> Path:
 
 
 def check_inputs(loop: Loop) -> None:
-    """Every input a stage may read, before the first stage runs: the recipes, the evaluation's and scripts'
-    extra arguments, the models named by path (made absolute: the stages run from the repository root), the
-    output paths."""
+    """Every input a stage may read, before the first stage runs: the recipes, the evaluation's and scripts' extra
+    arguments, the models named by path (made absolute: the stages run from the repository root), output paths."""
     from poolbench_data.core.errors import check_output_dir, check_output_file
     from poolbench_data.llm.vllm_backend import parse_model_args
 

@@ -5,6 +5,8 @@ word: a loop resumed with another --extra_pairs_args trained DPO on the pairs of
 Each stage that ran leaves WORK_DIR/stamps/<key>.json: its command (or evaluation config) and the digests of the
 stamps of the outputs it read. An existing output whose stamp says otherwise is refused in one line before the
 stage would have run; an output without a stamp (built by hand, or before stamps were kept) is used, as before.
+A stamp also keeps the seconds its stage took (not part of what is compared), so a resumed pilot's time is the sum
+of its stages' (report.pilot.stage_minutes), not the hours between them.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Stamps:
         if not self.path(key).exists():
             return True
         have, want = json.loads(self.path(key).read_text()), self.stamp(what, inputs)
+        have.pop("seconds", None)  # how long it took is not what built it
         if have == want:
             return True
         if have["what"] != want["what"]:
@@ -49,10 +52,11 @@ class Stamps:
         raise UserError(f"stage {key}: {output} is not what this run would build ({differ}); resume with the "
                         f"arguments that built it, or move it away to build it again")
 
-    def record(self, key: str, what, inputs: Sequence[str]) -> None:
+    def record(self, key: str, what, inputs: Sequence[str], seconds: float | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.path(key).with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.stamp(what, inputs), sort_keys=True) + "\n")
+        timed = {} if seconds is None else {"seconds": round(seconds, 1)}
+        tmp.write_text(json.dumps({**self.stamp(what, inputs), **timed}, sort_keys=True) + "\n")
         tmp.replace(self.path(key))
 
 
