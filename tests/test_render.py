@@ -111,6 +111,15 @@ def test_figures_command_draws_a_run(potted, tmp_path, capsys):
     assert "--pilot_json" in capsys.readouterr().err
 
 
+def test_before_after_draws_the_free_text_model_where_the_pilot_evaluated_it(tmp_path):
+    counts = {"legal_contact": 6, "own_potted": 4, "clean_pot": 2}
+    pilot = {"n": 10, "random": counts, "free_text_sft": {**counts, "clean_pot": 1}, "sft": counts, "dpo": None}
+    series = figures.pilot_series(pilot, ("legal_contact", "clean_pot"))
+    assert series == {"Random": [(6, 10), (2, 10)], "free-text SFT": [(6, 10), (1, 10)], "tool SFT": [(6, 10), (2, 10)]}
+    assert list(figures.pilot_series({**pilot, "free_text_sft": None}, ("clean_pot",))) == ["Random", "tool SFT"]
+    assert figures.before_after_figure(pilot, tmp_path / "a.png").exists()
+
+
 def test_heatmap_cells_follow_the_rates(tmp_path):
     def cell(k):
         return {"legal_contact": {"k": k, "n": 10, "pct": 10.0 * k, "lo": 0.0, "hi": 100.0}}

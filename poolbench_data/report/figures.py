@@ -238,20 +238,25 @@ def table1_figure(summary: Mapping, path: Path,
     return _save(fig, path)
 
 
+# The free-text SFT model (the paper's protocol, no tool) beside the tool track, where the pilot evaluated it.
 PILOT_BLOCKS = (("random", "Random"), ("heuristic_centre", "Heuristic (centre)"),
-                ("heuristic_potpoint", "Heuristic (potting point)"), ("sft", "tool SFT"), ("dpo", "+ DPO"),
-                ("grpo", "+ GRPO"))
+                ("heuristic_potpoint", "Heuristic (potting point)"), ("free_text_sft", "free-text SFT"),
+                ("sft", "tool SFT"), ("dpo", "+ DPO"), ("grpo", "+ GRPO"))
 
 
 def before_after_figure(pilot: Mapping, path: Path,
                         metrics: Sequence[str] = ("legal_contact", "own_potted", "clean_pot")) -> Path:
     """A pilot's results JSON (docs/results/pilot_tools_*.json) as bars: baselines, SFT, then each
     preference stage, on the same boards."""
-    n = pilot["n"]
-    series = {label: [(pilot[key][m], n) for m in metrics] for key, label in PILOT_BLOCKS if pilot.get(key)}
     fig, axes = _figure(1, 7.5, 3.6)
-    _bars(axes[0][0], [METRIC_LABELS[m] for m in metrics], series, f"% of {n} held-out boards (95% Wilson)")
+    _bars(axes[0][0], [METRIC_LABELS[m] for m in metrics], pilot_series(pilot, metrics),
+          f"% of {pilot['n']} held-out boards (95% Wilson)")
     return _save(fig, path)
+
+
+def pilot_series(pilot: Mapping, metrics: Sequence[str]) -> dict[str, list[tuple[int, int]]]:
+    """Each player the pilot evaluated, in PILOT_BLOCKS' order: its (count, n) for each metric."""
+    return {label: [(pilot[key][m], pilot["n"]) for m in metrics] for key, label in PILOT_BLOCKS if pilot.get(key)}
 
 
 def training_curves_figure(states: Mapping[str, Path], path: Path) -> Path:
