@@ -419,7 +419,7 @@ def test_a_pilots_time_is_the_sum_of_its_stages_not_the_hours_between(tmp_path):
     between stages included; each stamp now keeps its stage's seconds (report.pilot.stage_minutes)."""
     import os
 
-    from poolbench_data.report.pilot import stage_minutes, wall_minutes
+    from poolbench_data.report.pilot import stage_minutes, timing
 
     loop = _loop()
     r = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path), samples=4))
@@ -437,10 +437,10 @@ def test_a_pilots_time_is_the_sum_of_its_stages_not_the_hours_between(tmp_path):
     r.stamps.record("pairs", ["pairs"], ("dataset",), seconds=30)
     os.utime(r.stamps.path("pairs"), (t0 + 3 * 3600, t0 + 3 * 3600))  # resumed three hours later
     assert stage_minutes(tmp_path) == {"dataset": 2.0, "pairs": 0.5}
-    assert wall_minutes(tmp_path) == 2.5
+    assert timing(tmp_path) == {"wall_minutes": 2.5, "stage_minutes": {"dataset": 2.0, "pairs": 0.5}}
     (tmp_path / ".started").unlink()  # stages run by hand: the first one's time is unknown, so is the whole
-    assert stage_minutes(tmp_path) == {"dataset": None, "pairs": 0.5} and wall_minutes(tmp_path) is None
-    assert wall_minutes(tmp_path / "nothing") is None
+    assert stage_minutes(tmp_path) == {"dataset": None, "pairs": 0.5} and timing(tmp_path)["wall_minutes"] is None
+    assert timing(tmp_path / "nothing") == {"wall_minutes": None, "stage_minutes": {}}
 
 
 def test_the_machine_names_its_cpu_and_its_bf16(tmp_path):

@@ -80,8 +80,7 @@ def pilot_result(work: Path, after_label: str, sft_rows_available: int | None) -
         "sft_rows_available": sft_rows_available,
         "dpo_pairs": examples_seen(work / "dpo"),
         "scaling": scaling_rows(work),
-        "wall_minutes": wall_minutes(work),
-        "stage_minutes": stage_minutes(work),
+        **timing(work),
         "machine": machine(),
     }
 
@@ -160,8 +159,7 @@ def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
         "dpo_pairs_available": available.get("pairs_tools"),
         "grpo_steps": json.loads(grpo_state.read_text())["global_step"] if grpo_state.exists() else 0,
         "tool_version": tool_version(work),
-        "wall_minutes": wall_minutes(work),
-        "stage_minutes": stage_minutes(work),
+        **timing(work),
         "machine": machine(),
     }
 
@@ -222,11 +220,13 @@ def stage_minutes(work: Path) -> dict[str, float | None]:
     return minutes
 
 
-def wall_minutes(work: Path) -> float | None:
-    """The pilot's time: the sum of its stages' (a resumed run counts each stage's own run, not the hours between);
-    None where a stage's time is not known or no stage ran."""
-    minutes = list(stage_minutes(work).values())
-    return round(sum(minutes), 1) if minutes and None not in minutes else None
+def timing(work: Path) -> dict:
+    """The pilot's time, `wall_minutes`: the sum of its `stage_minutes` (a resumed run counts each stage's own run,
+    not the hours between); None where a stage's time is not known or no stage ran. The stamps are read once."""
+    stages = stage_minutes(work)
+    minutes = list(stages.values())
+    return {"wall_minutes": round(sum(minutes), 1) if minutes and None not in minutes else None,
+            "stage_minutes": stages}
 
 
 def machine() -> str:
