@@ -295,6 +295,57 @@ def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_mo
         assert seen == [(4, width)]
 
 
+def test_pairs_in_one_batch_run_their_common_prefix_once_with_the_same_log_probs_and_gradients(tiny_model):
+    """DPO with several pairs a batch (the tool recipe's 4): every prompt opens with the same system prompt, then
+    its own board, so the batch's common prefix runs once, then each pair's own prompt against it, then its two
+    completions, each pair cut to its own length; the log-probs and gradients are those of each row run whole,
+    and of the pairs one batch each (per_device_train_batch_size 1 with gradient accumulation)."""
+    from transformers import AutoModelForCausalLM
+    from trl.trainer import utils as trl_utils
+
+    torch.manual_seed(1)
+    system = torch.randint(10, 1000, (40,))
+    prompts = [torch.cat([system, torch.randint(10, 1000, (k,))]) for k in (30, 8, 55)]
+    prompts[1][40:42] = prompts[0][40:42]  # two boards that open alike do not lengthen what all three share
+    lengths = [(6, 11), (9, 4), (3, 3)]
+    completions = [[torch.randint(10, 1000, (k,)) for k in pair] for pair in lengths]
+    rows = [torch.cat([prompts[i], completions[i][side]]) for side in (0, 1) for i in range(3)]
+    width = max(len(r) for r in rows)
+    input_ids, attention_mask, labels = right_padded(rows, [len(prompts[k % 3]) for k in range(6)])
+    weights = torch.tensor([1.0, -0.5, 2.0, 0.3, -1.2, 0.7])  # every row its own weight
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+    trl_utils.add_fused_lm_head(model)
+
+    def run(batches):
+        logps = torch.zeros(6)
+        for rows_ in batches:
+            out = model(input_ids=input_ids[rows_], attention_mask=attention_mask[rows_], labels=labels[rows_],
+                        fused_lm_head=True)
+            own = out.log_probs.sum(dim=1)
+            (own * weights[rows_]).sum().backward()
+            logps[rows_] = own.detach()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+        model.zero_grad()
+        return logps, grads
+
+    whole, whole_grads = run([list(range(6))])
+    seen = count_backbone_calls(model)
+    speed.share_prompt_prefix(model)
+    shared, shared_grads = run([[0, 1, 2, 3, 4, 5]])
+    own_width = [max(len(rows[i]), len(rows[i + 3])) for i in range(3)]
+    assert seen == [(1, 40)] + [call for i in range(3) for call in
+                                ((1, len(prompts[i]) - 40), (2, own_width[i] - len(prompts[i])))]
+    assert max(own_width) == width and min(own_width) < width  # a short pair really is cut to its own length
+    torch.testing.assert_close(shared, whole, **LOSS_TOL)
+    for name, grad in shared_grads.items():
+        torch.testing.assert_close(grad, whole_grads[name], **GRAD_TOL, msg=name)
+    one_by_one, one_grads = run([[i, i + 3] for i in range(3)])  # a pair a batch: each pair's prompt once
+    torch.testing.assert_close(one_by_one, whole, **LOSS_TOL)
+    for name, grad in one_grads.items():
+        torch.testing.assert_close(grad, whole_grads[name], **GRAD_TOL, msg=name)
+
+
 def test_an_sft_batch_runs_its_common_prefix_once_with_the_same_loss_and_gradients(tiny_model):
     """SFT's layout: B rows, the same system prompt then different boards and answers, right-padded. Shared
     (groups="batch"): the backbone sees the prefix once, then each row's continuation (unpadded); the loss and

@@ -71,8 +71,10 @@ def share_prompt_prefix(model, groups: str = "pairs") -> None:
 
     `pairs` (DPO): the batch is [chosen_1..chosen_n, rejected_1..rejected_n], each the same prompt (~1,450 tokens
     here) followed by a different completion (~40-60): the prompt is ~95% of a pair's tokens, so each pair is a
-    group. `batch` (SFT): the whole batch is a group; every PoolBench prompt opens with the same system prompt
-    (~735 tokens, ~60% of a demonstration), so a batch of 4 rows runs it once where 4 batches of 1 ran it 4 times.
+    group; with several pairs in a batch, what all of them open with (the system prompt) runs once for the batch,
+    then each pair's own prompt against it, each pair cut to its own length. `batch` (SFT): the whole batch is a
+    group; every PoolBench prompt opens with the same system prompt (~735 tokens, ~60% of a demonstration), so a
+    batch of 4 rows runs it once where 4 batches of 1 ran it 4 times.
     The backbone runs over a group's common prefix once (keeping its keys and values), then over the
     continuations, batched, against them: the same sums in another order, so the same log-probs and gradients
     (to rounding, tests/test_train_speed.py). The prefix's keys and values are the cache, so gradient
@@ -102,11 +104,7 @@ def share_prompt_prefix(model, groups: str = "pairs") -> None:
         if groups == "batch":
             return BaseModelOutputWithPast(last_hidden_state=_shared_hidden(original, input_ids, attention_mask,
                                                                              kwargs, apart=True))
-        n = input_ids.size(0) // 2
-        pairs = [_shared_hidden(original, input_ids[[i, i + n]], attention_mask[[i, i + n]], kwargs)
-                 for i in range(n)]
-        hidden = torch.cat([p[:1] for p in pairs] + [p[1:] for p in pairs])
-        return BaseModelOutputWithPast(last_hidden_state=hidden)
+        return BaseModelOutputWithPast(last_hidden_state=_pairs_hidden(original, input_ids, attention_mask, kwargs))
 
     backbone.forward = forward
     backbone.unshared_forward = original
@@ -132,31 +130,59 @@ def prompt_sharing_off(model):
         backbone.forward = shared
 
 
-def _shared_hidden(original, ids, mask, kwargs, apart: bool = False):
+def _shared_hidden(original, ids, mask, kwargs, apart: bool = False, after=None):
     """Hidden states (B, L, d) of B right-padded rows: their common prefix once, then every continuation; all
     continuations in one padded call, or `apart`, one call a row against the same prefix (no padding: SFT's
     continuations differ by hundreds of tokens, and padding them to the longest cost 1.1 GB of activations at a
-    batch of 4, measured)."""
+    batch of 4, measured). `after` = (start, the keys and values of the `start` tokens every row opens with,
+    already run): the rows go on from there, and the states returned are those of positions `start` onwards."""
     import torch
 
     rows = ids.size(0)
+    start, before = after or (0, None)
     prefix = _common_prefix(ids, mask)
-    if prefix is None:
+    if prefix is None and before is None:
         return original(input_ids=ids, attention_mask=mask, use_cache=False, **kwargs).last_hidden_state
-    lengths = [int(n) for n in mask.sum(dim=1)]
-    head = original(input_ids=ids[:1, :prefix], attention_mask=mask[:1, :prefix], use_cache=True, **kwargs)
+    prefix = max(prefix or 0, start)
+    cache, parts = (None if before is None else _cache_of(before)), []
+    if prefix > start:
+        head = original(input_ids=ids[:1, start:prefix], attention_mask=mask[:1, :prefix], past_key_values=cache,
+                        use_cache=True, **kwargs)
+        cache = head.past_key_values
+        parts.append(head.last_hidden_state.expand(rows, -1, -1))
     if apart:
-        kept, tails = _pairs(head.past_key_values), []
+        kept, lengths, tails = _pairs(cache), [int(n) for n in mask.sum(dim=1)], []
         for r in range(rows):
             own = _tail(original, ids[r : r + 1, prefix : lengths[r]], mask[r : r + 1, : lengths[r]],
                         _cache_of(kept), kwargs)
             tails.append(torch.nn.functional.pad(own, (0, 0, 0, ids.size(1) - lengths[r])))  # zeros where padded
         tail = torch.cat(tails)
     else:
-        cache = head.past_key_values
         cache.batch_repeat_interleave(rows)
         tail = _tail(original, ids[:, prefix:], mask, cache, kwargs)
-    return torch.cat([head.last_hidden_state.expand(rows, -1, -1), tail], dim=1)
+    return torch.cat(parts + [tail], dim=1)
+
+
+def _pairs_hidden(original, ids, mask, kwargs):
+    """Hidden states of DPO's [chosen_1..chosen_n, rejected_1..rejected_n]: the batch's common prefix once, then
+    per pair its own common prefix against it and both completions, each pair unpadded beyond its longer row
+    (zeros there); one pair, or pairs that share nothing, as `_shared_hidden` a pair."""
+    import torch
+
+    n = ids.size(0) // 2
+    batch = _common_prefix(ids, mask) if n > 1 else None
+    if batch is None:
+        pairs = [_shared_hidden(original, ids[[i, i + n]], mask[[i, i + n]], kwargs) for i in range(n)]
+    else:
+        head = original(input_ids=ids[:1, :batch], attention_mask=mask[:1, :batch], use_cache=True, **kwargs)
+        kept, pairs = _pairs(head.past_key_values), []
+        for i in range(n):
+            rows = [i, i + n]
+            width = int(mask[rows].sum(dim=1).max())
+            own = _shared_hidden(original, ids[rows, :width], mask[rows, :width], kwargs, after=(batch, kept))
+            hidden = torch.cat([head.last_hidden_state.expand(2, -1, -1), own], dim=1)
+            pairs.append(torch.nn.functional.pad(hidden, (0, 0, 0, ids.size(1) - width)))
+    return torch.cat([p[:1] for p in pairs] + [p[1:] for p in pairs])
 
 
 def _tail(original, ids, mask, cache, kwargs):
