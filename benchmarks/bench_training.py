@@ -17,6 +17,8 @@ alone and the ratios come from one run:
     share / noshare    each DPO pair's prompt / the prefix an SFT batch shares through the model once (share_prompt)
     b1 ... b4, b8      1 ... 4 or 8 rows a batch (default: the recipe's per_device_train_batch_size): --steps / N
                        steps of N rows, so every setting trains on the same rows
+    a2, a4             2 or 4 batches accumulated an optimizer step (default 1): b1:a4 is a pair a batch, 4 pairs
+                       a step, as the tool DPO recipe ran before its 4 pairs went in one batch
 
 Each setting runs the real script (training/sft.py, training/dpo.py) in its
 own process on real PoolBench rows (prompts of ~1,450 tokens), one batch (the
@@ -55,6 +57,7 @@ FLAGS = {
     "eager": ["--attn_implementation", "eager"],
     "share": ["--share_prompt", "true"], "noshare": ["--share_prompt", "false"],
     **{f"b{n}": ["--per_device_train_batch_size", str(n)] for n in (1, 2, 3, 4, 8)},
+    **{f"a{n}": ["--gradient_accumulation_steps", str(n)] for n in (2, 4)},
 }
 
 
@@ -116,10 +119,16 @@ def batch_size(kind: str, flag_args: list[str]) -> int:
     return int(yaml.safe_load((ROOT / RECIPES[kind]).read_text()).get("per_device_train_batch_size", 1))
 
 
+def accumulation(flag_args: list[str]) -> int:
+    """Batches an optimizer step: the last --gradient_accumulation_steps a setting's flags give, else 1."""
+    counts = [int(flag_args[i + 1]) for i, a in enumerate(flag_args) if a == "--gradient_accumulation_steps"]
+    return counts[-1] if counts else 1
+
+
 def run_setting(setting: str, data: Path, rows: int, work: Path) -> dict:
     kind, flag_args = setting_args(setting)
     batch = batch_size(kind, flag_args)
-    steps = rows // batch
+    steps = rows // (batch * accumulation(flag_args))
     out = work / setting.replace(":", "-")
     cmd = [sys.executable, f"training/{kind}.py", "--config", RECIPES[kind], "--dataset_name", str(data),
            "--output_dir", str(out), "--max_steps", str(steps), "--per_device_train_batch_size", str(batch),
@@ -137,6 +146,7 @@ def run_setting(setting: str, data: Path, rows: int, work: Path) -> dict:
         seconds += metrics["trainer_setup_seconds"] / metrics["train_pairs"]
     return {"setting": setting, "s_per_example": seconds, "peak_rss_gb": usage.ru_maxrss / 2**20,
             "wall_s": time.perf_counter() - started, "rows": rows, "steps": steps, "batch": batch,
+            "accumulation": accumulation(flag_args),
             **{k: metrics.get(k) for k in ("train_dtype", "train_bf16_autocast", "compact_lm_head",
                                             "cpu_native_bf16", "precompute_ref_log_probs")}}
 
@@ -213,10 +223,11 @@ def main(argv=None) -> list[dict]:
     args = p.parse_args(argv)
     settings = [s for s in args.settings.split(",") if s]
     for s in settings:  # every mistake before minutes of work
-        batch = batch_size(*setting_args(s))
-        if args.steps % batch:
-            usage_error(f"--steps {args.steps}: {s!r} trains {batch} rows a step. Fix: pass a --steps that every "
-                        "setting's batch divides.")
+        kind, flag_args = setting_args(s)
+        per_step = batch_size(kind, flag_args) * accumulation(flag_args)
+        if args.steps % per_step:
+            usage_error(f"--steps {args.steps}: {s!r} trains {per_step} rows a step. Fix: pass a --steps that every "
+                        "setting's rows a step divide.")
     if args.json is not None and not args.json.parent.is_dir():
         usage_error(f"--json: folder {args.json.parent} does not exist. Fix: create it or pick another path.")
     from poolbench_data.llm.model import cpu_has_native_bf16

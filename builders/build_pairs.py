@@ -64,6 +64,9 @@ class ScriptArguments(PushArguments):
         "help": "With --tool_eval_dir: leave out tool-on-policy pairs that set a call against an answer (the "
                 "call's side is scored by one sampled continuation); the recovery and answer-now sources still "
                 "teach when to call (prefs.tool_kinds)."})
+    workers: int = field(default=0, metadata={
+        "help": "Worker processes that label the tool-speed and tool-cap-speed pairs (0: one per core; 9 "
+                "simulations a speed an answer); the pairs are the same at any number."})
 
 
 def build(args: ScriptArguments) -> None:
@@ -73,6 +76,7 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.core.errors import UserError, check_speeds
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
+    from poolbench_data.players.pool import resolve_workers
     from poolbench_data.prefs.pairs import SOURCES, build_pairs
     from poolbench_data.report.provenance import provenance
 
@@ -87,6 +91,7 @@ def build(args: ScriptArguments) -> None:
         raise UserError(f"--tool_min_level_gap must be 0, 1, 2 or 3 (levels: unparseable 0, foul 1, legal contact "
                         f"2, legal pot 3); got {args.tool_min_level_gap}")
     speeds = list(check_speeds("--tool_speeds", args.tool_speeds))
+    args.workers = resolve_workers(args.workers)  # a negative count: one line naming --workers, exit 2
     if args.split in EVAL_SPLITS:
         raise UserError(f"--split {args.split}: pairs from an evaluation split would train on the evaluation "
                         "boards; use --split train")
@@ -155,7 +160,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
                            args.tool_min_level_gap, args.tool_robust)
         again = call_again_pairs(scenarios, threads, traces) if CALL_AGAIN in sources else []
         by_speed = [p for at_cap, source in ((False, SPEED), (True, CAP_SPEED)) if source in sources
-                    for p in speed_pairs(scenarios, threads, traces, speeds, at_cap=at_cap)]
+                    for p in speed_pairs(scenarios, threads, traces, speeds, at_cap=at_cap, workers=args.workers)]
     except ThreadMismatch as exc:
         raise UserError(f"--tool_eval_dir {src}: {exc}") from None
     kept = (same_kind(found) if args.tool_same_kind else found) + again

@@ -594,6 +594,23 @@ def test_speed_pairs_hold_the_answer_and_let_the_physics_pick_the_speed(sampled,
     assert ts.speed_pairs(scenarios, threads, traces) == []
 
 
+def test_speed_pairs_from_worker_processes_are_the_same_pairs_in_the_same_order(sampled, capsys):
+    import poolbench_data.prefs.tool_speed as ts
+    from poolbench_data.hub.folder import read_rows
+    from poolbench_data.players.traces import load_traces
+
+    root, out = sampled
+    scenarios = read_rows(root, "scenarios", "train")
+    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    one = ts.speed_pairs(scenarios, threads, traces)
+    assert len({p["prompt"][1]["content"] for p in one}) > 1  # several boards, so the order is tested
+    assert ts.speed_pairs(scenarios, threads, traces, workers=2) == one
+    assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources", "tool-speed",
+                             "--workers", "-1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --workers must be >= 0") and len(err.splitlines()) == 1
+
+
 def test_builder_writes_speed_pairs_beside_the_others(sampled, monkeypatch, capsys):
     import poolbench_data.prefs.tool_speed as ts
     from poolbench_data.hub.folder import read_rows
@@ -601,7 +618,7 @@ def test_builder_writes_speed_pairs_beside_the_others(sampled, monkeypatch, caps
     root, out = sampled
     monkeypatch.setattr(ts, "robust_score", lambda s, trace: -trace["action"]["V0"])  # slower is better
     assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources",
-                             "tool-on-policy,tool-speed"]) == 0
+                             "tool-on-policy,tool-speed", "--workers", "1"]) == 0  # the patch holds in this process
     rows = read_rows(root, "pairs_tools", "train")
     speeds = [p for p in rows if p["source"] == ts.SPEED]
     assert speeds and all(p["chosen_robust"] is not None for p in speeds)
@@ -621,7 +638,7 @@ def test_builder_writes_speed_pairs_beside_the_others(sampled, monkeypatch, caps
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"error: --tool_speeds {bad!r}") and len(err.splitlines()) == 1
     assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_sources", "tool-speed",
-                             "--tool_speeds", "5"]) == 0
+                             "--tool_speeds", "5", "--workers", "1"]) == 0
     assert json.loads((root / "provenance.json").read_text())["pairs_tools"]["settings"]["speeds"] == [5.0]
     assert {5.0} <= {_speed(p, side) for p in read_rows(root, "pairs_tools", "train") for side in ("chosen",
                                                                                                    "rejected")}

@@ -30,6 +30,7 @@ import numpy as np
 
 from poolbench_data.core.records import Scenario
 from poolbench_data.core.vocab import V0_RANGE
+from poolbench_data.players.pool import imap
 from poolbench_data.prefs.pairs import _pair
 from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
 from poolbench_data.prefs.tool_pairs import _described, _played_row, decisions, thread_messages, usable_samples
@@ -54,29 +55,39 @@ def with_speed(answer: str, speed: float) -> str | None:
 
 
 def speed_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping],
-                speeds: Sequence[float] = SPEEDS, seed: int = 0, at_cap: bool = False) -> list[dict]:
+                speeds: Sequence[float] = SPEEDS, seed: int = 0, at_cap: bool = False, workers: int = 1) -> list[dict]:
     """One `tool-speed` pair per distinct final answer after an open report (module docstring), board by board,
     the other side at one of `speeds`; `seed` with the board's seed and the sample's number draws which. With
-    `at_cap`, `tool-cap-speed` pairs: the answers at the call cap after a closed report instead."""
+    `at_cap`, `tool-cap-speed` pairs: the answers at the call cap after a closed report instead. `workers`
+    processes label the boards (9 simulations a speed an answer: most of the pilot's pairs stage on one core);
+    the pairs are the same, in the same order, at any number."""
     if not speeds or any(not V0_RANGE[0] <= v <= V0_RANGE[1] for v in speeds):
         raise ValueError(f"speeds must be one or more cue speeds in [{V0_RANGE[0]}, {V0_RANGE[1]}] m/s (got {speeds})")
-    out: list[dict] = []
-    seen: set[tuple] = set()  # the prompt holds the board: one set serves every board
+    boards: dict[str, tuple] = {}  # every player's samples of a board in one task: an answer is paired once a board
     for row, scenario, _, samples in usable_samples(scenarios, threads, traces):
-        for thread, trace in samples:
-            last = thread["calls"][-1]["result"]
-            closed_at_cap = not clear(last) and last.get("calls_left") == 0
-            if not (closed_at_cap if at_cap else clear(last)):
-                continue
-            conv = thread_messages(scenario, thread)
-            key = (json.dumps(conv[:-1]), thread["final_response"])
-            if key in seen:
-                continue
-            seen.add(key)
-            rng = np.random.default_rng([seed, scenario.seed, thread["sample"]])
-            pair = _speed_pair(row, scenario, conv, thread, trace, speeds, rng, CAP_SPEED if at_cap else SPEED)
-            if pair is not None:
-                out.append(pair)
+        boards.setdefault(row["id"], (row, scenario, []))[2].extend(samples)
+    tasks = [(*board, tuple(speeds), seed, at_cap) for board in boards.values()]
+    return [p for found in imap(_board_pairs, tasks, workers) for p in found]
+
+
+def _board_pairs(task: tuple) -> list[dict]:
+    row, scenario, samples, speeds, seed, at_cap = task
+    out: list[dict] = []
+    seen: set[tuple] = set()
+    for thread, trace in samples:
+        last = thread["calls"][-1]["result"]
+        closed_at_cap = not clear(last) and last.get("calls_left") == 0
+        if not (closed_at_cap if at_cap else clear(last)):
+            continue
+        conv = thread_messages(scenario, thread)
+        key = (json.dumps(conv[:-1]), thread["final_response"])
+        if key in seen:
+            continue
+        seen.add(key)
+        rng = np.random.default_rng([seed, scenario.seed, thread["sample"]])
+        pair = _speed_pair(row, scenario, conv, thread, trace, speeds, rng, CAP_SPEED if at_cap else SPEED)
+        if pair is not None:
+            out.append(pair)
     return out
 
 
