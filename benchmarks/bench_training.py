@@ -109,11 +109,17 @@ def setting_args(setting: str) -> tuple[str, list[str]]:
     return kind, [a for f in flags for a in FLAGS[f]]
 
 
+def _last(flag_args: list[str], name: str) -> int | None:
+    """The value the last `name` among a setting's script arguments gives, or None."""
+    values = [int(flag_args[i + 1]) for i, a in enumerate(flag_args) if a == name]
+    return values[-1] if values else None
+
+
 def batch_size(kind: str, flag_args: list[str]) -> int:
     """Rows a step: the last --per_device_train_batch_size a setting's flags give, else the recipe's."""
-    sizes = [int(flag_args[i + 1]) for i, a in enumerate(flag_args) if a == "--per_device_train_batch_size"]
-    if sizes:
-        return sizes[-1]
+    size = _last(flag_args, "--per_device_train_batch_size")
+    if size is not None:
+        return size
     import yaml
 
     return int(yaml.safe_load((ROOT / RECIPES[kind]).read_text()).get("per_device_train_batch_size", 1))
@@ -121,14 +127,13 @@ def batch_size(kind: str, flag_args: list[str]) -> int:
 
 def accumulation(flag_args: list[str]) -> int:
     """Batches an optimizer step: the last --gradient_accumulation_steps a setting's flags give, else 1."""
-    counts = [int(flag_args[i + 1]) for i, a in enumerate(flag_args) if a == "--gradient_accumulation_steps"]
-    return counts[-1] if counts else 1
+    return _last(flag_args, "--gradient_accumulation_steps") or 1
 
 
 def run_setting(setting: str, data: Path, rows: int, work: Path) -> dict:
     kind, flag_args = setting_args(setting)
-    batch = batch_size(kind, flag_args)
-    steps = rows // (batch * accumulation(flag_args))
+    batch, accumulated = batch_size(kind, flag_args), accumulation(flag_args)
+    steps = rows // (batch * accumulated)
     out = work / setting.replace(":", "-")
     cmd = [sys.executable, f"training/{kind}.py", "--config", RECIPES[kind], "--dataset_name", str(data),
            "--output_dir", str(out), "--max_steps", str(steps), "--per_device_train_batch_size", str(batch),
@@ -146,7 +151,7 @@ def run_setting(setting: str, data: Path, rows: int, work: Path) -> dict:
         seconds += metrics["trainer_setup_seconds"] / metrics["train_pairs"]
     return {"setting": setting, "s_per_example": seconds, "peak_rss_gb": usage.ru_maxrss / 2**20,
             "wall_s": time.perf_counter() - started, "rows": rows, "steps": steps, "batch": batch,
-            "accumulation": accumulation(flag_args),
+            "accumulation": accumulated,
             **{k: metrics.get(k) for k in ("train_dtype", "train_bf16_autocast", "compact_lm_head",
                                             "cpu_native_bf16", "precompute_ref_log_probs")}}
 
