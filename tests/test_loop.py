@@ -220,6 +220,25 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
     assert held_out.model_args == "dtype=float32,enforce_eager=True,kv_cache_gib=8"
 
 
+def test_grpo_spread_trains_on_the_samples_stages_boards_and_depends_on_it(tmp_path, capsys):
+    loop = _loop()
+    runner = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path), grpo_spread=True, grpo_steps=7))
+    ran = []
+    runner.run = ran.append
+    runner.stage = "grpo"
+    runner.grpo()
+    (cmd,) = ran
+    assert cmd[cmd.index("--spread_from") + 1] == str(tmp_path / "samples") and "--max_steps" in cmd
+    stamp = json.loads(runner.stamps.path("grpo").read_text())
+    assert set(stamp["inputs"]) == {"sft", "dataset", "eval_samples"}  # samples built again: GRPO is stale
+    plain = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path / "plain")))
+    plain.run, plain.stage = ran.append, "grpo"
+    plain.grpo()
+    assert "--spread_from" not in ran[-1]
+    assert loop.main(["--track", "tools", "--grpo_spread", "--samples", "1", "--stages", "grpo"]) == 2
+    assert "--grpo_spread compare a board's samples; give --samples 2" in capsys.readouterr().err
+
+
 def test_the_demonstrations_stage_takes_the_builder_flags_it_is_given(tmp_path):
     loop = _loop()
     runner = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path),

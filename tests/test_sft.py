@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from poolbench_data.hub.folder import ShardWriter, write_provenance  # noqa: E40
 from poolbench_data.boards.splits import SplitLeakError, eval_id_prefix  # noqa: E402
 from poolbench_data.prefs import check_sft  # noqa: E402
 from poolbench_data.prefs.sft import sft_rows  # noqa: E402
+from poolbench_data.training.common import command_line  # noqa: E402
 from poolbench_data.training.lengths import measure_lengths  # noqa: E402
 from tiny_model import IM_END, build_tiny_model  # noqa: E402
 
@@ -440,6 +442,28 @@ def test_full_fine_tuning_saves_the_model_only(tiny_model, sft_folder, tmp_path)
     assert result.adapter_dir is None
     assert (result.merged_dir / "model.safetensors").is_file()
     assert math.isfinite(result.training_loss)
+
+
+@pytest.mark.slow
+def test_a_checkpoint_at_max_steps_is_the_run_not_one_more_step(tiny_model, sft_folder, tmp_path, capsys):
+    """transformers checks max_steps only after a step: a run resumed from its last checkpoint (interrupted
+    before merged/) trained a step past its recipe (the twenty-fourth session's GRPO: step 21 of 20)."""
+    full = {"use_peft": "false", "dtype": "float32"}
+    first = sft.main(tiny_args(tiny_model, sft_folder, tmp_path / "first", max_steps=2, **full))
+    out = tmp_path / "interrupted"
+    shutil.copytree(first.output_dir / "checkpoint-2", out / "checkpoint-2")
+    again = sft.main(tiny_args(tiny_model, sft_folder, out, max_steps=2, **full))
+    assert Path(again.resumed_from).name == "checkpoint-2" and again.global_step == 2
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2"]
+    saved = load_file(out / "checkpoint-2" / "model.safetensors")
+    merged = load_file(again.merged_dir / "model.safetensors")
+    assert saved.keys() == merged.keys() and all(torch.equal(saved[k], merged[k]) for k in saved)
+    assert [e["step"] for e in again.log_history if "loss" in e] == [1, 2] and math.isfinite(again.training_loss)
+    # A checkpoint past the command's max_steps is a mistake, said in one line before anything trains.
+    assert command_line(lambda: sft.main(tiny_args(tiny_model, sft_folder, out, max_steps=1, **full))) == 2
+    err = capsys.readouterr().err
+    assert "checkpoint-2 is at step 2, past max_steps=1. Fix: --max_steps 2 or more" in err
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2"]
 
 
 # --- recipes -------------------------------------------------------------------------

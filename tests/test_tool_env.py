@@ -138,6 +138,67 @@ def test_two_grpo_steps_through_environment_factory(folder, tmp_path):
     assert (result.merged_dir / "config.json").is_file()
 
 
+def trace(board: str, level: str, status: str = "ok") -> dict:
+    """An llm_traces.jsonl row's metric columns for one physics level."""
+    pot, contact, foul = {"pot": (1, 1, 0), "contact": (0, 1, 0), "foul": (0, 0, 1), "none": (0, 0, 1)}[level]
+    return {"scenario_id": board, "parse_status": status, "legal_contact": contact, "own_potted": pot, "foul": foul,
+            "opp_or_8_potted": 0, "foul_reasons": ["not-fired"] if level == "none" else []}
+
+
+def test_boards_with_spread_are_those_whose_samples_score_differently():
+    from poolbench_data.prefs.spread import boards_with_spread
+
+    rows = [trace("a", "pot"), trace("a", "pot"), trace("b", "pot"), trace("b", "foul"), trace("c", "foul"),
+            trace("c", "foul"), trace("d", "none"), trace("d", "contact")]
+    assert boards_with_spread(rows, ["d", "c", "b", "a", "e"]) == {"d": [0.0, 2.0], "b": [3.0, 1.0]}
+    with pytest.raises(ValueError, match=r"1 sampled boards are not train boards of this dataset \(e.g. 'a'\)"):
+        boards_with_spread(rows, ["b", "c", "d"])
+    with pytest.raises(ValueError, match=r"trace 2 \(board 'a'\): the request failed"):
+        boards_with_spread([trace("a", "pot"), trace("a", "pot", "request-failed")], ["a"])
+    with pytest.raises(ValueError, match=r"1 boards were sampled once \(e.g. 'b'\)"):
+        boards_with_spread(rows[:3], ["a", "b"])
+
+
+@pytest.mark.slow
+def test_grpo_trains_on_the_boards_with_spread_only(folder, boards, tmp_path, capsys):
+    pytest.importorskip("trl")
+    from test_grpo import SMOKE_RECIPE, grpo
+    from tiny_model import build_tiny_model
+
+    from poolbench_data.training.common import command_line
+
+    ids = boards["id"]
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    rows = [trace(ids[0], "pot"), trace(ids[0], "foul"), *(trace(b, "pot") for b in ids[1:] for _ in range(2))]
+    (samples / "llm_traces.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    model = build_tiny_model(tmp_path / "tiny", seed=0, max_position_embeddings=4096)
+    argv = ["--config", str(SMOKE_RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(folder),
+            "--output_dir", str(tmp_path / "run"), "--dtype", "float32", "--max_completion_length", "8",
+            "--max_steps", "1", "--lora_r", "4", "--seed", "0", "--disable_tqdm", "true", "--tool_env", "true",
+            "--tool_chat_template", str(TEMPLATE), "--max_tool_calling_iterations", "2"]
+    dealt_ids = []
+    real_reset = PoolBenchEnv.reset
+
+    def recording_reset(self, **row):
+        dealt_ids.append(row["id"])
+        return real_reset(self, **row)
+
+    PoolBenchEnv.reset = recording_reset
+    try:
+        result = grpo.main(argv + ["--spread_from", str(samples)])
+    finally:
+        PoolBenchEnv.reset = real_reset
+    assert result.metrics["train_boards"] == 1 and result.metrics["spread_from"] == str(samples)
+    assert dealt_ids and set(dealt_ids) == {ids[0]}  # every rollout on the one board whose samples differed
+    # Mistakes in the selection are one line and exit 2, before the model loads.
+    (samples / "llm_traces.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[2:]))
+    assert command_line(lambda: grpo.main(argv + ["--spread_from", str(samples)])) == 2
+    assert "no board's samples scored differently" in capsys.readouterr().err
+    assert command_line(lambda: grpo.main(argv + ["--spread_from", str(tmp_path / "nowhere")])) == 2
+    assert "nowhere/llm_traces.jsonl does not exist" in capsys.readouterr().err
+
+
 def test_a_template_that_drops_tool_calls_is_refused(tmp_path):
     pytest.importorskip("trl")
     from test_grpo import grpo

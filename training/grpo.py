@@ -19,6 +19,8 @@ LoRA by default, the model and the leak checks before anything loads, resuming, 
   neither truncates prompts nor warns);
 - `tool_env: true` plays with the ghost_ball tool through TRL's
   `environment_factory` (`poolbench_data.prefs.env.PoolBenchEnv`);
+- `spread_from`: only the train boards whose sampled answers (a `poolbench eval --tools --samples K` folder)
+  scored differently; a board whose rollouts all score alike gives GRPO's within-board advantage nothing;
 - trainer_state.json logs rewards/physics_reward/mean per step.
 """
 
@@ -59,6 +61,12 @@ class GRPOScriptArguments(TrainScriptArguments):
                   "training/templates/smollm2-chatml-tools.jinja); its Hermes <tool_call> turns are parsed with "
                   "TRL's ChatML/Hermes response template. None: the model's template, as TRL supports it."},
     )
+    spread_from: str = field(
+        default="",
+        metadata={"help": "The --out folder of `poolbench eval --tools --samples K` on this dataset's train boards "
+                  "(the loop's samples/): train only on the boards whose samples scored differently, where GRPO's "
+                  "within-board advantage is not zero. '' = every train board."},
+    )
 
 
 def make_parser() -> TrlParser:
@@ -93,6 +101,8 @@ def make_trainer(
     train_dataset, eval_dataset = load_checked_splits(script_args, training_args, check_scenario_rows)
     # Only what generation and the reward read: the Oracle's columns never reach a reward function.
     train_dataset = train_dataset.select_columns(list(SCENARIO_COLUMNS))
+    if script_args.spread_from:
+        train_dataset = only_spread(train_dataset, script_args.spread_from)
     if eval_dataset is not None:
         eval_dataset = eval_dataset.select_columns(list(SCENARIO_COLUMNS))
     if script_args.tool_env:
@@ -116,6 +126,28 @@ def make_trainer(
     return trainer, tokenizer
 
 
+def only_spread(train_dataset, folder: str):
+    """The train boards whose samples in `folder` scored differently (prefs.spread), with a log line of the
+    selection; the count is kept in train_results.json."""
+    from pathlib import Path
+
+    from poolbench_data.players.traces import load_traces
+    from poolbench_data.prefs.spread import boards_with_spread
+
+    fix = "give the --out folder of `poolbench eval --tools --samples K` on the train boards"
+    traces = load_traces(Path(folder) / "llm_traces.jsonl", fix)
+    try:
+        spread = boards_with_spread(traces, train_dataset["id"])
+    except ValueError as exc:
+        raise ValueError(f"spread_from {folder}: {exc}") from None
+    if not spread:
+        raise ValueError(f"spread_from {folder}: no board's samples scored differently, so GRPO has nothing to "
+                         "compare. Fix: sample more answers a board (--samples) or at a higher --temperature")
+    logger.info("spread_from %s: %d of %d sampled boards scored differently", folder, len(spread),
+                len({t["scenario_id"] for t in traces}))
+    return train_dataset.filter(lambda row: row["id"] in spread)
+
+
 def train(
     script_args: GRPOScriptArguments,
     training_args: GRPOConfig,
@@ -124,7 +156,8 @@ def train(
 ) -> RunResult:
     with usage_errors():
         trainer, tokenizer = make_trainer(script_args, training_args, model_args, reward_funcs)
-    return fit(trainer, tokenizer, script_args, training_args)
+    boards = {"train_boards": len(trainer.train_dataset), "spread_from": script_args.spread_from}
+    return fit(trainer, tokenizer, script_args, training_args, extra_metrics=boards)
 
 
 def main(argv: list[str] | None = None, reward_funcs: Sequence[Callable] | None = None) -> RunResult:

@@ -202,6 +202,39 @@ def find_resume_checkpoint(training_args, resume: bool) -> str | None:
     return None
 
 
+def finished_steps(checkpoint: str, max_steps: int) -> int | None:
+    """The checkpoint's global step when it already has the run's `max_steps`, else None. transformers checks
+    max_steps only after a step, so resuming such a checkpoint trained one step past the recipe (an interrupt
+    between the last checkpoint and merged/). A checkpoint past max_steps is refused: loading it would give a
+    model trained longer than the command says."""
+    import json
+
+    if max_steps <= 0:  # epoch-based: transformers' epoch loop is already empty at the end
+        return None
+    step = json.loads((Path(checkpoint) / "trainer_state.json").read_text())["global_step"]
+    if step > max_steps:
+        err = ValueError(f"{checkpoint} is at step {step}, past max_steps={max_steps}. Fix: --max_steps {step} "
+                         "or more, or --resume false (trains from the start), or another output_dir.")
+        err.poolbench_usage = True
+        raise err
+    return step if step == max_steps else None
+
+
+def load_finished(trainer, checkpoint: str):
+    """A checkpoint at max_steps: its weights and state, no training step. training_loss is the mean of its
+    logged losses (transformers' own over a run logged every step)."""
+    from transformers import TrainerState
+    from transformers.trainer_utils import TrainOutput
+
+    trainer._load_from_checkpoint(checkpoint)
+    trainer.state = TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json"))
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    loss = sum(losses) / len(losses) if losses else float("nan")
+    logger.info("%s already has max_steps=%d: its weights are the run's, nothing trained", checkpoint,
+                trainer.state.global_step)
+    return TrainOutput(trainer.state.global_step, loss, {"train_loss": loss, "resumed_at_max_steps": True})
+
+
 def load_tokenizer(model_path: str, model_args: ModelConfig):
     from transformers import AutoTokenizer
 
@@ -289,7 +322,10 @@ def train_and_save(
     metrics in train_results.json.
     """
     write_batch_record(trainer, output_dir)
-    result = trainer.train(resume_from_checkpoint=resume_from)
+    if resume_from and finished_steps(resume_from, trainer.args.max_steps):
+        result = load_finished(trainer, resume_from)
+    else:
+        result = trainer.train(resume_from_checkpoint=resume_from)
     result.metrics.update(speed_record(trainer))
     result.metrics.update(extra_metrics or {})
     trainer.log_metrics("train", result.metrics)

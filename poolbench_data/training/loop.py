@@ -52,6 +52,7 @@ class LoopArguments:
     grpo_recipe: str = field(default="training/recipes/grpo-tools-smollm2-135m-cpu.yaml",
                              metadata={"help": "GRPO recipe with the tool environment (--track tools)."})
     grpo_steps: int = field(default=4, metadata={"help": "GRPO optimizer steps (--track tools; overrides the recipe)."})
+    grpo_spread: bool = field(default=False, metadata={"help": "GRPO only on the boards whose samples score unlike."})
     free_text_model: str = field(default="", metadata={"help": "A free-text SFT model to evaluate on the same boards "
                                                                 "(--track tools; '' = not evaluated)."})
     eval_n: int = field(default=50, metadata={"help": "Held-out evaluation boards (seed 0)."})
@@ -149,8 +150,8 @@ class Loop:
             raise StageFailed(f"stage {self.stage} failed: {e}") from None
 
     def evaluate(self, out: Path, inputs: tuple[str, ...], model_args: str = "", **settings) -> None:
-        """`poolbench eval` in its own process (the engine's memory goes with it), handed a config file (WORK_DIR/
-        configs/<folder>.yaml), not a string of flags; skipped where OUT holds its traces."""
+        """`poolbench eval` in its own process (its engine's memory goes with it), from WORK_DIR/configs/<OUT>.yaml;
+        skipped where OUT holds its traces."""
         from dataclasses import asdict
         from functools import partial
 
@@ -248,10 +249,11 @@ class Loop:
         self.eval("dpo", str(self.dpo_dir / "merged"), made_by=("dpo",))
 
     def grpo(self):
-        self.once("grpo", self.grpo_dir / "merged", ("sft", "dataset"), [
+        spread = ["--spread_from", str(self.work / "samples")] if self.a.grpo_spread else []
+        self.once("grpo", self.grpo_dir / "merged", ("sft", "dataset", *(("eval_samples",) if spread else ())), [
             self.py, "training/grpo.py", "--config", self.a.grpo_recipe, "--dataset_name", str(self.data),
             "--output_dir", str(self.grpo_dir), "--max_steps", str(self.a.grpo_steps), "--model_name_or_path",
-            str(self.sft_dir / "merged"), *words(self.a.extra_grpo_args, "--extra_grpo_args")])
+            str(self.sft_dir / "merged"), *spread, *words(self.a.extra_grpo_args, "--extra_grpo_args")])
 
     def eval_grpo(self):
         self.eval("grpo", str(self.grpo_dir / "merged"), made_by=("grpo",))
@@ -308,12 +310,10 @@ def servable(checkpoint: Path) -> Path:
         from peft import AutoPeftModelForCausalLM
         from transformers import AutoTokenizer
 
-        import torch
-
         from poolbench_data.training.common import MERGED_DIR, merge_lora
 
         # fp32, as the recipes' merged/: merged into bf16 weights most of a LoRA update rounds away.
-        model = AutoPeftModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32)
+        model = AutoPeftModelForCausalLM.from_pretrained(checkpoint, dtype="float32")
         merge_lora(model, AutoTokenizer.from_pretrained(checkpoint), checkpoint / MERGED_DIR, "float32")
     return merged
 
@@ -375,8 +375,8 @@ def main(argv=None, root: Path = ROOT) -> int:
                              ("--dpo_steps", a.dpo_steps, 0), ("--sft_examples", a.sft_examples, 0),
                              ("--sft_eval_every", a.sft_eval_every, 0)):
             check_at_least(name, v, low)
-        if a.track == "tools" and "pairs" in stages and a.samples < 2:
-            raise UserError(f"--samples {a.samples}: tool-track pairs are made between a board's samples; "
+        if a.track == "tools" and ("pairs" in stages or a.grpo_spread and "grpo" in stages) and a.samples < 2:
+            raise UserError(f"--samples {a.samples}: tool-track pairs and --grpo_spread compare a board's samples; "
                             "give --samples 2 or more")
         if a.after_model not in ("dpo", "sft"):
             raise UserError(f"--after_model must be dpo or sft (got {a.after_model!r})")

@@ -1,0 +1,35 @@
+"""The train boards on which a model's sampled answers score differently: where GRPO can learn.
+
+GRPO's advantage is relative within a board's rollouts, so a board whose rollouts all score the same gives no
+gradient at the cost of a full step (the twenty-fourth session of 2026-11-28: 13 of 20 one-board steps). A
+`poolbench eval --tools --samples K` run on train boards says beforehand which boards spread: those whose
+samples' physics levels (`pairs.physics_score`, the levels GRPO's reward gives) are not all equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from poolbench_data.prefs.pairs import NO_ANSWER, physics_score
+
+
+def boards_with_spread(traces: Iterable[Mapping], train_ids: Iterable[str]) -> dict[str, list[float]]:
+    """{board id: its samples' levels} for the boards whose levels differ, in `train_ids` order. A trace of a
+    board outside `train_ids`, a failed request or a board sampled once is an error: the selection would be
+    computed from something other than the sampled policy on these boards."""
+    levels: dict[str, list[float]] = {}
+    for i, row in enumerate(traces, 1):
+        if row.get("parse_status") in NO_ANSWER:
+            raise ValueError(f"trace {i} (board {row.get('scenario_id')!r}): the request failed, so the board's "
+                             "spread is unknown; rerun the eval")
+        levels.setdefault(row["scenario_id"], []).append(physics_score(row))
+    ids = list(train_ids)
+    foreign = sorted(set(levels) - set(ids))
+    if foreign:
+        raise ValueError(f"{len(foreign)} sampled boards are not train boards of this dataset (e.g. "
+                         f"{foreign[0]!r}); sample with the dataset's train seed and --n")
+    once = sorted(b for b, v in levels.items() if len(v) < 2)
+    if once:
+        raise ValueError(f"{len(once)} boards were sampled once (e.g. {once[0]!r}); a spread needs --samples 2 "
+                         "or more")
+    return {b: levels[b] for b in ids if b in levels and len(set(levels[b])) > 1}
