@@ -134,6 +134,9 @@ def test_tool_track_json_has_the_issue_shape(tmp_path):
     assert set(result["mcnemar_p"]["grpo_vs_sft"]) == {"clean_pot", "own_potted"}
     assert {"random", "heuristic_centre", "heuristic_potpoint"} <= set(result)
     assert result["heuristic_potpoint"]["legal_contact"] >= 0 and result["demonstrations_available"] is None
+    assert result["grpo_boards"] is None  # no GRPO run in this folder, only its evaluation
+    (work / "grpo" / "train_results.json").write_text(json.dumps({"train_boards": 49, "spread_from": "s"}))
+    assert pilot_tools_result(work, {})["grpo_boards"] == 49
     from poolbench_data.llm.tools import TOOL_VERSION
 
     assert result["tool_version"] == TOOL_VERSION  # what the evaluations played with

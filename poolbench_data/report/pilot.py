@@ -142,7 +142,7 @@ def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
     tests = {"clean_pot": lambda r: bool(r["clean_pot"]), "own_potted": lambda r: bool(r["own_potted"])}
     p = {f"{name}_vs_sft": mcnemar_ps(sft, load_traces(work / name / "llm_traces.jsonl"), tests)
          for name in ("dpo", "grpo") if (work / name / "llm_traces.jsonl").exists()}
-    grpo_state = work / "grpo" / "trainer_state.json"
+    grpo_state, grpo_run = (work / "grpo" / name for name in ("trainer_state.json", "train_results.json"))
     return {
         "n": len(sft),
         "random": baseline.get("random"),
@@ -158,6 +158,8 @@ def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
         "dpo_pairs": examples_seen(work / "dpo"),
         "dpo_pairs_available": available.get("pairs_tools"),
         "grpo_steps": json.loads(grpo_state.read_text())["global_step"] if grpo_state.exists() else 0,
+        # the boards GRPO drew from (all train boards, or those whose samples spread: grpo.py --spread_from)
+        "grpo_boards": json.loads(grpo_run.read_text()).get("train_boards") if grpo_run.exists() else None,
         "tool_version": tool_version(work),
         **timing(work),
         "machine": machine(),
