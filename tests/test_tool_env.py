@@ -226,4 +226,6 @@ def test_tool_recipes_parse_with_known_keys():
 
     # The environment's calls_left counts down from this cap: the evaluator's, or GRPO's rollouts see other reports.
     assert training.max_tool_calling_iterations == MAX_CALLS and training.num_generations == 4
-    assert training.per_device_train_batch_size % training.num_generations == 0 and not model.use_peft
+    # One board's rollouts are generated together and make one optimizer step, in passes of 2 (memory).
+    assert training.generation_batch_size == training.num_generations == 4 and not model.use_peft
+    assert training.per_device_train_batch_size * training.gradient_accumulation_steps == 4
