@@ -30,12 +30,12 @@ TRAINING = ["training/sft.py", "training/dpo.py", "training/grpo.py"]
 KINDS = {
     "input": ["--eval_dir", "--pilot_json", "--trainer_state", "--responses", "--dataset_dir", "--tool_eval_dir",
               "--shards_dir", "--sft_recipe", "--dpo_recipe",
-              "--tools_sft_recipe", "--tools_dpo_recipe", "--grpo_recipe", "--tool_chat_template"],
+              "--tools_sft_recipe", "--tools_dpo_recipe", "--grpo_recipe", "--tool_chat_template", "--spread_from"],
     "model": ["--model", "--free_text_model"],  # a folder, or a Hub id (owner/name)
     "output": ["--out", "--output_dir", "--output_path", "--work_dir", "--results_json"],
     "names": ["--players", "--baselines", "--categories", "--sources", "--tool_sources", "--stages", "--decimals",
               "--split", "--track", "--after_model", "--executor", "--player", "--shard", "--board", "--tool_speeds",
-              "--tool_demo_order", "--tool_demo_speeds"],
+              "--tool_demo_order", "--tool_demo_speeds", "--reward_levels"],
     "name": ["--name"],
     "url": ["--base_url"],
     "ray": ["--ray_address"],
@@ -59,6 +59,7 @@ VALID = {
         ("poolbench score", "--name"), ("poolbench compare", "--out"), ("poolbench compare", "--player"),
         ("poolbench rounding", "--out"), ("poolbench baseline", "--out"), ("builders/build_dataset.py", "--shard"),
         ("builders/build_pairs.py", "--tool_eval_dir"), ("builders/build_sft.py", "--tool_demo_speeds"),
+        ("training/grpo.py", "--spread_from"),
         ("poolbench figures", "--eval_dir"),
         ("poolbench figures", "--board"), ("poolbench figures", "--trainer_state")]},
 }

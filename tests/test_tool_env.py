@@ -103,6 +103,38 @@ def test_reward_is_the_physics_of_the_final_action(boards):
     assert tool_physics_reward(completions, environments=envs) == want
 
 
+def test_weighted_reward_scores_each_level_as_asked(boards):
+    from poolbench_data.prefs.env import weighted_reward
+
+    completions, envs = [], []
+    for row in boards:
+        env = dealt(row)
+        found = find_pot(env.scenario, Shot.from_row(row["oracle_shot"]))
+        if found is not None:
+            ball, pocket, answer, _, _ = found
+            call = {"name": "ghost_ball", "arguments": {"target_ball": ball, "pocket": pocket}}
+            completions += [rollout(call, env.ghost_ball(**call["arguments"]), answer), "I would pot the " + ball]
+            envs += [env, env]
+    reward = weighted_reward((0.5, 1.0, 2.0, 8.0))
+    assert reward.__name__ == "tool_physics_reward"  # logged as the plain levels are
+    assert completions and reward(completions, environments=envs) == [8.0, 0.5] * (len(completions) // 2)
+
+
+def test_reward_levels_are_four_numbers_and_need_the_tool_env():
+    pytest.importorskip("trl")
+    from types import SimpleNamespace
+
+    from test_grpo import grpo
+
+    assert grpo.reward_levels(SimpleNamespace(reward_levels="0,1,2,8", tool_env=True)) == (0, 1, 2, 8)
+    for text in ("0,1,2", "0,1,2,x", "0,1,2,nan", ""):
+        with pytest.raises(ValueError, match=r"reward_levels=.*give 4 comma-separated numbers"):
+            grpo.reward_levels(SimpleNamespace(reward_levels=text, tool_env=True))
+    with pytest.raises(ValueError, match="reward_levels applies to tool_env: true only"):
+        grpo.reward_levels(SimpleNamespace(reward_levels="0,1,2,8", tool_env=False))
+    assert grpo.reward_levels(SimpleNamespace(reward_levels="0,1,2,3", tool_env=False)) == (0, 1, 2, 3)
+
+
 def test_final_answer_is_the_last_model_turn():
     assert final_answer([{"role": "assistant", "content": "a"}, {"role": "tool", "content": "t"},
                          {"role": "assistant", "content": "b"}]) == "b"
@@ -186,17 +218,20 @@ def test_grpo_trains_on_the_boards_with_spread_only(folder, boards, tmp_path, ca
 
     PoolBenchEnv.reset = recording_reset
     try:
-        result = grpo.main(argv + ["--spread_from", str(samples)])
+        result = grpo.main(argv + ["--spread_from", str(samples), "--reward_levels", "0.5,1,2,3"])
     finally:
         PoolBenchEnv.reset = real_reset
     assert result.metrics["train_boards"] == 1 and result.metrics["spread_from"] == str(samples)
     assert dealt_ids and set(dealt_ids) == {ids[0]}  # every rollout on the one board whose samples differed
+    # The tiny model's 8 tokens never parse: level 0, rewarded as --reward_levels says.
+    assert [e["rewards/tool_physics_reward/mean"] for e in result.log_history if "loss" in e] == [0.5]
     # Mistakes in the selection are one line and exit 2, before the model loads.
     (samples / "llm_traces.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[2:]))
     assert command_line(lambda: grpo.main(argv + ["--spread_from", str(samples)])) == 2
     assert "no board's samples scored differently" in capsys.readouterr().err
     assert command_line(lambda: grpo.main(argv + ["--spread_from", str(tmp_path / "nowhere")])) == 2
-    assert "nowhere/llm_traces.jsonl does not exist" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "error: spread_from " in err and "nowhere/llm_traces.jsonl does not exist" in err
 
 
 def test_a_template_that_drops_tool_calls_is_refused(tmp_path):

@@ -61,6 +61,11 @@ class GRPOScriptArguments(TrainScriptArguments):
                   "training/templates/smollm2-chatml-tools.jinja); its Hermes <tool_call> turns are parsed with "
                   "TRL's ChatML/Hermes response template. None: the model's template, as TRL supports it."},
     )
+    reward_levels: str = field(
+        default="0,1,2,3",
+        metadata={"help": "With tool_env: the reward of each physics level, comma-separated: unparseable, foul, legal "
+                  "contact, legal pot (e.g. 0,1,2,8: a pot far above a contact)."},
+    )
     spread_from: str = field(
         default="",
         metadata={"help": "The --out folder of `poolbench eval --tools --samples K` on this dataset's train boards "
@@ -88,7 +93,7 @@ def make_trainer(
     from trl import GRPOTrainer
 
     from poolbench_data.llm.tools import MAX_CALLS
-    from poolbench_data.prefs.env import PoolBenchEnv, tool_physics_reward, tool_prompts
+    from poolbench_data.prefs.env import PoolBenchEnv, tool_prompts, weighted_reward
     from poolbench_data.prefs.reward import physics_reward
 
     if training_args.remove_unused_columns:
@@ -97,6 +102,7 @@ def make_trainer(
             "remove_unused_columns=true drops the board columns physics_reward reads. "
             "Fix: set remove_unused_columns: false (GRPOConfig's default)."
         )
+    levels = reward_levels(script_args)
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
     train_dataset, eval_dataset = load_checked_splits(script_args, training_args, check_scenario_rows)
     # Only what generation and the reward read: the Oracle's columns never reach a reward function.
@@ -118,12 +124,29 @@ def make_trainer(
     trainer = build_trainer(
         GRPOTrainer, script_args, training_args, model_args, model_path, tokenizer, train_dataset, eval_dataset,
         reward_funcs=list(reward_funcs) if reward_funcs is not None else
-        [tool_physics_reward if script_args.tool_env else physics_reward],
+        [weighted_reward(levels) if script_args.tool_env else physics_reward],
         # The environment's calls_left counts down from TRL's cap on tool turns, as the evaluator's from its own.
         environment_factory=partial(PoolBenchEnv, max_calls=training_args.max_tool_calling_iterations or MAX_CALLS)
         if script_args.tool_env else None,
     )
     return trainer, tokenizer
+
+
+def reward_levels(script_args: GRPOScriptArguments) -> tuple[float, ...]:
+    """The four level rewards of `reward_levels`; a malformed list, or one without tool_env, is refused."""
+    import math
+
+    text = script_args.reward_levels
+    try:
+        levels = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        levels = ()
+    if len(levels) != 4 or not all(math.isfinite(x) for x in levels):
+        raise ValueError(f"reward_levels={text!r}: give 4 comma-separated numbers, the rewards of an unparseable "
+                         "answer, a foul, a legal contact and a legal pot (default 0,1,2,3)")
+    if levels != (0, 1, 2, 3) and not script_args.tool_env:
+        raise ValueError("reward_levels applies to tool_env: true only; drop it or set tool_env: true")
+    return levels
 
 
 def only_spread(train_dataset, folder: str):
@@ -135,10 +158,10 @@ def only_spread(train_dataset, folder: str):
     from poolbench_data.prefs.spread import boards_with_spread
 
     fix = "give the --out folder of `poolbench eval --tools --samples K` on the train boards"
-    traces = load_traces(Path(folder) / "llm_traces.jsonl", fix)
     try:
+        traces = load_traces(Path(folder) / "llm_traces.jsonl", fix)
         spread = boards_with_spread(traces, train_dataset["id"])
-    except ValueError as exc:
+    except (OSError, ValueError) as exc:
         raise ValueError(f"spread_from {folder}: {exc}") from None
     if not spread:
         raise ValueError(f"spread_from {folder}: no board's samples scored differently, so GRPO has nothing to "

@@ -94,6 +94,18 @@ def tool_physics_reward(completions, environments, **kwargs) -> list[float]:
     return out
 
 
+def weighted_reward(levels: tuple[float, float, float, float]):
+    """`tool_physics_reward` with each level (0 unparseable, 1 foul, 2 legal contact, 3 legal pot) scored
+    `levels[level]`: the plain levels let GRPO trade a pot (3) for a contact (2) to lift an unparseable rollout
+    (0) of the same board (the twenty-fifth session); e.g. (0, 1, 2, 8) makes a pot worth far more. Logged under
+    the same name."""
+    def tool_physics_reward_(completions, environments, **kwargs) -> list[float]:
+        return [levels[int(x)] for x in tool_physics_reward(completions, environments, **kwargs)]
+
+    tool_physics_reward_.__name__ = tool_physics_reward.__name__
+    return tool_physics_reward_
+
+
 def tool_prompts(dataset):
     """A `scenarios` split as GRPO rows: the protocol's prompt with the tool's paragraph (as `eval --tools` sends
     it) and the board columns `reset` reads."""
