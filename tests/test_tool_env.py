@@ -192,7 +192,7 @@ def test_boards_with_spread_are_those_whose_samples_score_differently():
 
 
 @pytest.mark.slow
-def test_grpo_trains_on_the_boards_with_spread_only(folder, boards, tmp_path, capsys):
+def test_grpo_trains_on_the_boards_with_spread_only(folder, boards, tmp_path, capsys, monkeypatch):
     pytest.importorskip("trl")
     from test_grpo import SMOKE_RECIPE, grpo
     from tiny_model import build_tiny_model
@@ -216,11 +216,8 @@ def test_grpo_trains_on_the_boards_with_spread_only(folder, boards, tmp_path, ca
         dealt_ids.append(row["id"])
         return real_reset(self, **row)
 
-    PoolBenchEnv.reset = recording_reset
-    try:
-        result = grpo.main(argv + ["--spread_from", str(samples), "--reward_levels", "0.5,1,2,3"])
-    finally:
-        PoolBenchEnv.reset = real_reset
+    monkeypatch.setattr(PoolBenchEnv, "reset", recording_reset)
+    result = grpo.main(argv + ["--spread_from", str(samples), "--reward_levels", "0.5,1,2,3"])
     assert result.metrics["train_boards"] == 1 and result.metrics["spread_from"] == str(samples)
     assert dealt_ids and set(dealt_ids) == {ids[0]}  # every rollout on the one board whose samples differed
     # The tiny model's 8 tokens never parse: level 0, rewarded as --reward_levels says.

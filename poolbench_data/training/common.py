@@ -202,22 +202,20 @@ def find_resume_checkpoint(training_args, resume: bool) -> str | None:
     return None
 
 
-def finished_steps(checkpoint: str, max_steps: int) -> int | None:
-    """The checkpoint's global step when it already has the run's `max_steps`, else None. transformers checks
+def at_max_steps(checkpoint: str, max_steps: int) -> bool:
+    """Whether the checkpoint already has the run's `max_steps`. transformers checks
     max_steps only after a step, so resuming such a checkpoint trained one step past the recipe (an interrupt
     between the last checkpoint and merged/). A checkpoint past max_steps is refused: loading it would give a
     model trained longer than the command says."""
     import json
 
     if max_steps <= 0:  # epoch-based: transformers' epoch loop is already empty at the end
-        return None
+        return False
     step = json.loads((Path(checkpoint) / "trainer_state.json").read_text())["global_step"]
     if step > max_steps:
-        err = ValueError(f"{checkpoint} is at step {step}, past max_steps={max_steps}. Fix: --max_steps {step} "
+        raise ValueError(f"{checkpoint} is at step {step}, past max_steps={max_steps}. Fix: --max_steps {step} "
                          "or more, or --resume false (trains from the start), or another output_dir.")
-        err.poolbench_usage = True
-        raise err
-    return step if step == max_steps else None
+    return step == max_steps
 
 
 def load_finished(trainer, checkpoint: str):
@@ -322,7 +320,9 @@ def train_and_save(
     metrics in train_results.json.
     """
     write_batch_record(trainer, output_dir)
-    if resume_from and finished_steps(resume_from, trainer.args.max_steps):
+    with usage_errors():
+        finished = bool(resume_from) and at_max_steps(resume_from, trainer.args.max_steps)
+    if finished:
         result = load_finished(trainer, resume_from)
     else:
         result = trainer.train(resume_from_checkpoint=resume_from)
