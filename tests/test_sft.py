@@ -24,6 +24,7 @@ pytest.importorskip("peft")
 import torch  # noqa: E402
 from datasets import Dataset, load_dataset  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
+from transformers import PreTrainedModel  # noqa: E402
 
 from poolbench_data.hub.card import write_card  # noqa: E402
 from poolbench_data.hub.folder import ShardWriter, write_provenance  # noqa: E402
@@ -445,7 +446,8 @@ def test_full_fine_tuning_saves_the_model_only(tiny_model, sft_folder, tmp_path)
 
 
 @pytest.mark.slow
-def test_a_checkpoint_at_max_steps_is_the_run_not_one_more_step(tiny_model, sft_folder, tmp_path, capsys):
+def test_a_checkpoint_at_max_steps_is_the_run_not_one_more_step(tiny_model, sft_folder, tmp_path, capsys,
+                                                                 monkeypatch):
     """transformers checks max_steps only after a step: a run resumed from its last checkpoint (interrupted
     before merged/) trained a step past its recipe (the twenty-fourth session's GRPO: step 21 of 20)."""
     full = {"use_peft": "false", "dtype": "float32"}
@@ -459,7 +461,11 @@ def test_a_checkpoint_at_max_steps_is_the_run_not_one_more_step(tiny_model, sft_
     merged = load_file(again.merged_dir / "model.safetensors")
     assert saved.keys() == merged.keys() and all(torch.equal(saved[k], merged[k]) for k in saved)
     assert [e["step"] for e in again.log_history if "loss" in e] == [1, 2] and math.isfinite(again.training_loss)
-    # A checkpoint past the command's max_steps is a mistake, said in one line before anything trains.
+    # A checkpoint past the command's max_steps is a mistake, said in one line before the model loads.
+    def load(*args, **kwargs):
+        raise AssertionError("the model loaded before the checkpoint was checked")
+
+    monkeypatch.setattr(PreTrainedModel, "from_pretrained", classmethod(load))
     assert command_line(lambda: sft.main(tiny_args(tiny_model, sft_folder, out, max_steps=1, **full))) == 2
     err = capsys.readouterr().err
     assert "checkpoint-2 is at step 2, past max_steps=1. Fix: --max_steps 2 or more" in err

@@ -8,7 +8,8 @@
 - the data is checked before the model loads: rows from evaluation boards (the test split, or ids
   `pb<eval_seed>-`) are refused with the row number (`load_checked_splits`);
 - an interrupted run resumes from the last `checkpoint-*` in `output_dir` (`--resume false` ignores it;
-  `resume_from_checkpoint` picks one);
+  `resume_from_checkpoint` picks one); one already at `max_steps` is the run, one past it is refused before
+  the model loads;
 - outputs, under `output_dir`: adapter/ (the LoRA adapter and tokenizer), merged/ (base + adapter merged, in
   `merged_dtype`, else the training dtype: a plain folder transformers and vLLM load; with `use_peft: false`
   the fine-tuned model, and no adapter/), checkpoint-*/, trainer_state.json, train_results.json.
@@ -22,6 +23,7 @@ from pathlib import Path
 from poolbench_data.training.common import (
     RunResult,
     apply_speed_settings,
+    at_max_steps,
     find_resume_checkpoint,
     load_sharing_prompts,
     peft_and_quantization,
@@ -37,6 +39,9 @@ def build_trainer(trainer_cls, script_args, training_args, model_args, model_pat
     """The trainer, once the data and the tokenizer are checked: the speed settings (they change how the model
     loads), ModelConfig's loading options, LoRA/quantization as TRL's scripts pass them, and with
     `share_groups` the policy loaded here with its shared prompt prefix (speed.share_prompt_prefix)."""
+    resume_from = find_resume_checkpoint(training_args, script_args.resume)
+    if resume_from:  # a checkpoint past max_steps is refused here, not after the model has loaded
+        at_max_steps(resume_from, training_args.max_steps)
     apply_speed_settings(script_args, training_args, model_args)
     set_model_init_kwargs(training_args, model_args)
     extra = peft_and_quantization(model_args)
