@@ -118,6 +118,14 @@ def test_weighted_reward_scores_each_level_as_asked(boards):
     reward = weighted_reward((0.5, 1.0, 2.0, 8.0))
     assert reward.__name__ == "tool_physics_reward"  # logged as the plain levels are
     assert completions and reward(completions, environments=envs) == [8.0, 0.5] * (len(completions) // 2)
+    # A rollout that ends on a call: the unparseable level, or with unscored_calls None (TRL: no advantage).
+    call = {"name": "ghost_ball", "arguments": {"target_ball": "1"}}
+    calling = rollout(call, envs[0].ghost_ball("1"), "<tool_call>" + json.dumps(call) + "</tool_call>")
+    assert reward([calling], environments=[envs[0]]) == [0.5]
+    unscored = weighted_reward((0.5, 1.0, 2.0, 8.0), unscored_calls=True)
+    assert unscored.__name__ == "tool_physics_reward"
+    want = [8.0, 0.5] * (len(completions) // 2) + [None]
+    assert unscored(completions + [calling], environments=envs + [envs[0]]) == want
 
 
 def test_reward_levels_are_four_numbers_and_need_the_tool_env():
@@ -133,6 +141,8 @@ def test_reward_levels_are_four_numbers_and_need_the_tool_env():
     with pytest.raises(ValueError, match="reward_levels applies to tool_env: true only"):
         grpo.reward_levels(SimpleNamespace(reward_levels="0,1,2,8", tool_env=False))
     assert grpo.reward_levels(SimpleNamespace(reward_levels="0,1,2,3", tool_env=False)) == (0, 1, 2, 3)
+    with pytest.raises(ValueError, match="unscored_calls applies to tool_env: true only"):
+        grpo.reward_levels(SimpleNamespace(reward_levels="0,1,2,3", tool_env=False, unscored_calls=True))
 
 
 def test_final_answer_is_the_last_model_turn():
@@ -217,8 +227,10 @@ def test_grpo_trains_on_the_boards_with_spread_only(folder, boards, tmp_path, ca
         return real_reset(self, **row)
 
     monkeypatch.setattr(PoolBenchEnv, "reset", recording_reset)
-    result = grpo.main(argv + ["--spread_from", str(samples), "--reward_levels", "0.5,1,2,3"])
+    result = grpo.main(argv + ["--spread_from", str(samples), "--reward_levels", "0.5,1,2,3",
+                               "--unscored_calls", "true"])
     assert result.metrics["train_boards"] == 1 and result.metrics["spread_from"] == str(samples)
+    assert result.metrics["unscored_calls"] is True
     assert dealt_ids and set(dealt_ids) == {ids[0]}  # every rollout on the one board whose samples differed
     # The tiny model's 8 tokens never parse: level 0, rewarded as --reward_levels says.
     assert [e["rewards/tool_physics_reward/mean"] for e in result.log_history if "loss" in e] == [0.5]

@@ -66,6 +66,11 @@ class GRPOScriptArguments(TrainScriptArguments):
         metadata={"help": "With tool_env: the reward of each physics level, comma-separated: unparseable, foul, legal "
                   "contact, legal pot (e.g. 0,1,2,8: a pot far above a contact)."},
     )
+    unscored_calls: bool = field(
+        default=False,
+        metadata={"help": "With tool_env: a rollout that ends on a call (at the cap) gets no reward and no advantage "
+                  "instead of the unparseable level, so the calls before it are not blamed for it."},
+    )
     spread_from: str = field(
         default="",
         metadata={"help": "The --out folder of `poolbench eval --tools --samples K` on this dataset's train boards "
@@ -124,7 +129,7 @@ def make_trainer(
     trainer = build_trainer(
         GRPOTrainer, script_args, training_args, model_args, model_path, tokenizer, train_dataset, eval_dataset,
         reward_funcs=list(reward_funcs) if reward_funcs is not None else
-        [weighted_reward(levels) if script_args.tool_env else physics_reward],
+        [weighted_reward(levels, script_args.unscored_calls) if script_args.tool_env else physics_reward],
         # The environment's calls_left counts down from TRL's cap on tool turns, as the evaluator's from its own.
         environment_factory=partial(PoolBenchEnv, max_calls=training_args.max_tool_calling_iterations or MAX_CALLS)
         if script_args.tool_env else None,
@@ -146,6 +151,8 @@ def reward_levels(script_args: GRPOScriptArguments) -> tuple[float, ...]:
                          "answer, a foul, a legal contact and a legal pot (default 0,1,2,3)")
     if levels != (0, 1, 2, 3) and not script_args.tool_env:
         raise ValueError("reward_levels applies to tool_env: true only; drop it or set tool_env: true")
+    if getattr(script_args, "unscored_calls", False) and not script_args.tool_env:
+        raise ValueError("unscored_calls applies to tool_env: true only; drop it or set tool_env: true")
     return levels
 
 
@@ -179,7 +186,8 @@ def train(
 ) -> RunResult:
     with usage_errors():
         trainer, tokenizer = make_trainer(script_args, training_args, model_args, reward_funcs)
-    boards = {"train_boards": len(trainer.train_dataset), "spread_from": script_args.spread_from}
+    boards = {"train_boards": len(trainer.train_dataset), "spread_from": script_args.spread_from,
+              "unscored_calls": script_args.unscored_calls}
     return fit(trainer, tokenizer, script_args, training_args, extra_metrics=boards)
 
 

@@ -94,13 +94,20 @@ def tool_physics_reward(completions, environments, **kwargs) -> list[float]:
     return out
 
 
-def weighted_reward(levels: tuple[float, float, float, float]):
+def weighted_reward(levels: tuple[float, float, float, float], unscored_calls: bool = False):
     """`tool_physics_reward` with each level (0 unparseable, 1 foul, 2 legal contact, 3 legal pot) scored
     `levels[level]`: the plain levels let GRPO trade a pot (3) for a contact (2) to lift an unparseable rollout
     (0) of the same board (the twenty-fifth session); e.g. (0, 1, 2, 8) makes a pot worth far more. Logged under
-    the same name."""
-    def tool_physics_reward_(completions, environments, **kwargs) -> list[float]:
-        return [levels[int(x)] for x in tool_physics_reward(completions, environments, **kwargs)]
+    the same name.
+
+    With `unscored_calls`, a rollout that ends on a call (at the cap, or out of tokens) gets None: TRL (>= 1.16)
+    leaves it out of its board's baseline and gives it no advantage. One reward for the whole conversation
+    otherwise blames the calls before the last one too, which taught GRPO to stop calling a third ball where the
+    third call finds the pot (the twenty-fifth and twenty-sixth sessions)."""
+    def tool_physics_reward_(completions, environments, **kwargs) -> list[float | None]:
+        scores = tool_physics_reward(completions, environments, **kwargs)
+        return [None if unscored_calls and tool_calls(final_answer(c)) else levels[int(x)]
+                for c, x in zip(completions, scores, strict=True)]
 
     tool_physics_reward_.__name__ = tool_physics_reward.__name__
     return tool_physics_reward_
