@@ -100,6 +100,7 @@ def make_trainer(
     from poolbench_data.llm.tools import MAX_CALLS
     from poolbench_data.prefs.env import PoolBenchEnv, tool_prompts, weighted_reward
     from poolbench_data.prefs.reward import physics_reward
+    from poolbench_data.prefs.spread import only_spread
 
     if training_args.remove_unused_columns:
         # Trainer would keep only `prompt`, and physics_reward would fail after the first generation.
@@ -154,28 +155,6 @@ def reward_levels(script_args: GRPOScriptArguments) -> tuple[float, ...]:
     if getattr(script_args, "unscored_calls", False) and not script_args.tool_env:
         raise ValueError("unscored_calls applies to tool_env: true only; drop it or set tool_env: true")
     return levels
-
-
-def only_spread(train_dataset, folder: str):
-    """The train boards whose samples in `folder` scored differently (prefs.spread), with a log line of the
-    selection; the count is kept in train_results.json."""
-    from pathlib import Path
-
-    from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.spread import boards_with_spread
-
-    fix = "give the --out folder of `poolbench eval --tools --samples K` on the train boards"
-    try:
-        traces = load_traces(Path(folder) / "llm_traces.jsonl", fix)
-        spread = boards_with_spread(traces, train_dataset["id"])
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"spread_from {folder}: {exc}") from None
-    if not spread:
-        raise ValueError(f"spread_from {folder}: no board's samples scored differently, so GRPO has nothing to "
-                         "compare. Fix: sample more answers a board (--samples) or at a higher --temperature")
-    logger.info("spread_from %s: %d of %d sampled boards scored differently", folder, len(spread),
-                len({t["scenario_id"] for t in traces}))
-    return train_dataset.filter(lambda row: row["id"] in spread)
 
 
 def train(

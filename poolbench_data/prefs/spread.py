@@ -8,9 +8,14 @@ samples' physics levels (`pairs.physics_score`, the levels GRPO's reward gives) 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
+from poolbench_data.players.traces import load_traces
 from poolbench_data.prefs.pairs import NO_ANSWER, physics_score
+
+logger = logging.getLogger("poolbench.grpo")
 
 
 def boards_with_spread(traces: Iterable[Mapping], train_ids: Iterable[str]) -> dict[str, list[float]]:
@@ -33,3 +38,20 @@ def boards_with_spread(traces: Iterable[Mapping], train_ids: Iterable[str]) -> d
         raise ValueError(f"{len(once)} boards were sampled once (e.g. {once[0]!r}); a spread needs --samples 2 "
                          "or more")
     return {b: levels[b] for b in ids if b in levels and len(set(levels[b])) > 1}
+
+
+def only_spread(train_dataset, folder: str):
+    """The rows of `train_dataset` (a `datasets.Dataset` with `id`) whose samples in `folder` (its
+    llm_traces.jsonl) scored differently, with a log line of the selection (GRPO's `--spread_from`)."""
+    fix = "give the --out folder of `poolbench eval --tools --samples K` on the train boards"
+    try:
+        traces = load_traces(Path(folder) / "llm_traces.jsonl", fix)
+        spread = boards_with_spread(traces, train_dataset["id"])
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"spread_from {folder}: {exc}") from None
+    if not spread:
+        raise ValueError(f"spread_from {folder}: no board's samples scored differently, so GRPO has nothing to "
+                         "compare. Fix: sample more answers a board (--samples) or at a higher --temperature")
+    logger.info("spread_from %s: %d of %d sampled boards scored differently", folder, len(spread),
+                len({t["scenario_id"] for t in traces}))
+    return train_dataset.filter(lambda row: row["id"] in spread)
