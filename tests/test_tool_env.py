@@ -134,15 +134,19 @@ def test_reward_levels_are_four_numbers_and_need_the_tool_env():
 
     from test_grpo import grpo
 
-    assert grpo.reward_levels(SimpleNamespace(reward_levels="0,1,2,8", tool_env=True)) == (0, 1, 2, 8)
+    def levels(text, tool_env, unscored_calls=False):
+        return grpo.reward_levels(SimpleNamespace(reward_levels=text, tool_env=tool_env,
+                                                  unscored_calls=unscored_calls))
+
+    assert levels("0,1,2,8", tool_env=True) == (0, 1, 2, 8)
     for text in ("0,1,2", "0,1,2,x", "0,1,2,nan", ""):
         with pytest.raises(ValueError, match=r"reward_levels=.*give 4 comma-separated numbers"):
-            grpo.reward_levels(SimpleNamespace(reward_levels=text, tool_env=True))
+            levels(text, tool_env=True)
     with pytest.raises(ValueError, match="reward_levels applies to tool_env: true only"):
-        grpo.reward_levels(SimpleNamespace(reward_levels="0,1,2,8", tool_env=False))
-    assert grpo.reward_levels(SimpleNamespace(reward_levels="0,1,2,3", tool_env=False)) == (0, 1, 2, 3)
+        levels("0,1,2,8", tool_env=False)
+    assert levels("0,1,2,3", tool_env=False) == (0, 1, 2, 3)
     with pytest.raises(ValueError, match="unscored_calls applies to tool_env: true only"):
-        grpo.reward_levels(SimpleNamespace(reward_levels="0,1,2,3", tool_env=False, unscored_calls=True))
+        levels("0,1,2,3", tool_env=False, unscored_calls=True)
 
 
 def test_final_answer_is_the_last_model_turn():

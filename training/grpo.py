@@ -139,7 +139,8 @@ def make_trainer(
 
 
 def reward_levels(script_args: GRPOScriptArguments) -> tuple[float, ...]:
-    """The four level rewards of `reward_levels`; a malformed list, or one without tool_env, is refused."""
+    """The four level rewards of `reward_levels`; a malformed list, or it or `unscored_calls` without tool_env,
+    is refused."""
     import math
 
     text = script_args.reward_levels
@@ -152,7 +153,7 @@ def reward_levels(script_args: GRPOScriptArguments) -> tuple[float, ...]:
                          "answer, a foul, a legal contact and a legal pot (default 0,1,2,3)")
     if levels != (0, 1, 2, 3) and not script_args.tool_env:
         raise ValueError("reward_levels applies to tool_env: true only; drop it or set tool_env: true")
-    if getattr(script_args, "unscored_calls", False) and not script_args.tool_env:
+    if script_args.unscored_calls and not script_args.tool_env:
         raise ValueError("unscored_calls applies to tool_env: true only; drop it or set tool_env: true")
     return levels
 
