@@ -82,6 +82,15 @@ def final_answer(completion) -> str:
     return turns[-1] if turns else ""
 
 
+def ends_on_call(completion) -> bool:
+    """Whether the model's last turn is a tool call, not an action. TRL parses a call out of the turn (its
+    `tool_calls`, the content left empty), so the text alone would miss it; a call left in the text counts too."""
+    if isinstance(completion, str):
+        return bool(tool_calls(completion))
+    turns = [m for m in completion if m.get("role") == "assistant"]
+    return bool(turns) and bool(turns[-1].get("tool_calls") or tool_calls(turns[-1].get("content") or ""))
+
+
 def tool_physics_reward(completions, environments, **kwargs) -> list[float]:
     """For each rollout, the physics score of its final answer on its environment's board; an answer that is
     still a tool call (the loop ran out of iterations) is not an action: 0, as unparseable."""
@@ -90,7 +99,7 @@ def tool_physics_reward(completions, environments, **kwargs) -> list[float]:
         text = final_answer(completion)
         if env.scenario is None:
             raise RuntimeError("tool_physics_reward got an environment that was never reset: no board to score on")
-        out.append(0.0 if tool_calls(text) else score_completion(env.scenario, text))
+        out.append(0.0 if ends_on_call(completion) else score_completion(env.scenario, text))
     return out
 
 
@@ -106,7 +115,7 @@ def weighted_reward(levels: tuple[float, float, float, float], unscored_calls: b
     third call finds the pot (the twenty-fifth and twenty-sixth sessions)."""
     def tool_physics_reward_(completions, environments, **kwargs) -> list[float | None]:
         scores = tool_physics_reward(completions, environments, **kwargs)
-        return [None if unscored_calls and tool_calls(final_answer(c)) else levels[int(x)]
+        return [None if unscored_calls and ends_on_call(c) else levels[int(x)]
                 for c, x in zip(completions, scores, strict=True)]
 
     tool_physics_reward_.__name__ = tool_physics_reward.__name__
