@@ -128,6 +128,38 @@ def test_weighted_reward_scores_each_level_as_asked(boards):
     assert unscored(completions + [calling], environments=envs + [envs[0]]) == want
 
 
+def test_a_rollout_ending_on_a_call_as_trl_parses_it(boards):
+    """TRL's parser takes the call out of the turn's text (`tool_calls`, content empty): the reward must see it
+    there. Reading the text alone scored it as an empty answer, and `unscored_calls` never fired (a real run
+    matched the run without it to the digit; twenty-seventh session)."""
+    pytest.importorskip("trl")
+    from test_grpo import grpo
+    from tiny_model import build_tokenizer
+    from trl.chat_template_utils import parse_response
+
+    from poolbench_data.prefs.env import ends_on_call, weighted_reward
+
+    tok = build_tokenizer()
+    grpo.use_tool_template(tok, str(TEMPLATE))
+    call = {"name": "ghost_ball", "arguments": {"target_ball": "1"}}
+    head = [{"role": "user", "content": "shoot"}]
+    turn = [{"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": call}]}]
+    prefix = tok.apply_chat_template(head, tokenize=False, add_generation_prompt=True)
+    text = tok.apply_chat_template(head + turn, tokenize=False)[len(prefix):]
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    parsed = parse_response(tok, ids, prefix=tok(prefix, add_special_tokens=False)["input_ids"])
+    assert parsed["tool_calls"][0]["function"] == call and not parsed["content"]  # the shape the reward gets
+
+    env = dealt(boards[0])
+    ending = rollout(call, env.ghost_ball("1"), "x")[:2] + [parsed]  # answered once, then a call at the cap
+    answered = rollout(call, env.ghost_ball("1"), '{"target_ball": "1"}')
+    assert ends_on_call(ending) and not ends_on_call(answered) and not ends_on_call([parsed | {"tool_calls": []}])
+    assert tool_physics_reward([ending], environments=[env]) == [0.0]
+    assert weighted_reward((0.5, 1.0, 2.0, 8.0))([ending], environments=[env]) == [0.5]
+    unscored = weighted_reward((0.5, 1.0, 2.0, 8.0), unscored_calls=True)
+    assert unscored([ending, answered], environments=[env] * 2)[0] is None
+
+
 def test_reward_levels_are_four_numbers_and_need_the_tool_env():
     pytest.importorskip("trl")
     from types import SimpleNamespace
