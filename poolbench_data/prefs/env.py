@@ -78,17 +78,19 @@ def final_answer(completion) -> str:
     """The model's last turn: its action (earlier turns are tool calls, and tool answers are not the model's)."""
     if isinstance(completion, str):
         return completion
-    turns = [m.get("content") or "" for m in completion if m.get("role") == "assistant"]
-    return turns[-1] if turns else ""
+    return _last_turn(completion).get("content") or ""
 
 
 def ends_on_call(completion) -> bool:
     """Whether the model's last turn is a tool call, not an action. TRL parses a call out of the turn (its
     `tool_calls`, the content left empty), so the text alone would miss it; a call left in the text counts too."""
-    if isinstance(completion, str):
-        return bool(tool_calls(completion))
+    parsed = not isinstance(completion, str) and _last_turn(completion).get("tool_calls")
+    return bool(parsed or tool_calls(final_answer(completion)))
+
+
+def _last_turn(completion: list[dict]) -> dict:
     turns = [m for m in completion if m.get("role") == "assistant"]
-    return bool(turns) and bool(turns[-1].get("tool_calls") or tool_calls(turns[-1].get("content") or ""))
+    return turns[-1] if turns else {}
 
 
 def tool_physics_reward(completions, environments, **kwargs) -> list[float]:
