@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from poolbench_data.core import config as core_config
+from entry_parsers import REPO, load_script, poolbench_parsers, script_parser
 
-REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted(str(p.relative_to(REPO)) for d in ("builders", "benchmarks") for p in (REPO / d).glob("*.py"))
+SCRIPTS = sorted(str(p.relative_to(REPO)) for d in ("builders", "benchmarks", "analysis")
+                 for p in (REPO / d).glob("*.py"))
 TRAINING = ["training/sft.py", "training/dpo.py", "training/grpo.py"]
 
 # What each of the project's own text flags holds, and so which values are wrong for it (KIND_VALUES). A new
@@ -69,35 +68,18 @@ class WorkStarted(Exception):
     """A run got past its checks: where work would begin."""
 
 
-class Captured(Exception):
-    def __init__(self, parser):
-        self.parser = parser
-
-
-def _load(rel: str):
-    name = "entry_" + rel.replace("/", "_").removesuffix(".py")
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / rel)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def _entry_points() -> dict:
     """label -> (main(argv) -> int, the parser, the names of the project's own settings)."""
-    from poolbench_data.cli import COMMANDS, build_parser
+    from poolbench_data.cli import COMMANDS
     from poolbench_data.cli import main as cli_main
 
-    top = build_parser()
-    subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
+    subs = poolbench_parsers()
     out = {f"poolbench {c}": ((lambda argv, c=c: cli_main([c, *argv])), subs[c], None) for c in COMMANDS}
     for rel in [*SCRIPTS, "training/loop.py"]:
-        module = _load(rel)
-        out[rel] = (module.main, _capture(module.main), None)
+        out[rel] = (load_script(rel).main, script_parser(rel), None)
     for rel in TRAINING:
-        module = _load(rel)
-        parser = module.make_parser()
+        module = load_script(rel)
+        parser = script_parser(rel)
         own = {f.name for f in dataclasses.fields(parser.dataclass_types[0])} - {
             f.name for f in dataclasses.fields(__import__("trl").ScriptArguments)}
 
@@ -108,23 +90,6 @@ def _entry_points() -> dict:
 
         out[rel] = (main, parser, own)
     return out
-
-
-def _capture(main) -> argparse.ArgumentParser:
-    """The parser a script builds, taken as it is about to parse (every script parses with core's Parser)."""
-    original = core_config.Parser.parse_args
-
-    def grab(self, *a, **k):
-        raise Captured(self)
-
-    core_config.Parser.parse_args = grab
-    try:
-        main([])
-    except Captured as c:
-        return c.parser
-    finally:
-        core_config.Parser.parse_args = original
-    raise AssertionError(f"{main} did not parse with poolbench_data.core.config.Parser")
 
 
 def _flags(parser, own):
