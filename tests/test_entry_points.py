@@ -22,7 +22,7 @@ import pytest
 from poolbench_data.core import config as core_config
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted(str(p.relative_to(REPO)) for d in ("builders", "benchmarks") for p in (REPO / d).glob("*.py"))
+SCRIPTS = sorted(str(p.relative_to(REPO)) for d in ("builders", "benchmarks", "analysis") for p in (REPO / d).glob("*.py"))
 TRAINING = ["training/sft.py", "training/dpo.py", "training/grpo.py"]
 
 # What each of the project's own text flags holds, and so which values are wrong for it (KIND_VALUES). A new
@@ -102,7 +102,7 @@ def _entry_points() -> dict:
             f.name for f in dataclasses.fields(__import__("trl").ScriptArguments)}
 
         def main(argv, module=module):
-            from poolbench_data.training.common import command_line
+            from poolbench_data.finetune.common import command_line
 
             return command_line(lambda: module.main(argv))
 
@@ -145,7 +145,7 @@ def _cases():
                 cases.append((label, flag, "abc"))
             elif getattr(action.type, "__name__", "") == "string_to_bool":
                 cases.append((label, flag, "maybe"))
-            if not ours or label.startswith("benchmarks/") or action.choices:
+            if not ours or label.startswith(("benchmarks/", "analysis/")) or action.choices:
                 continue  # range and path checks of TRL's own fields and of measurement scripts are theirs
             if action.type is int:
                 cases.append((label, flag, "-5"))
@@ -224,7 +224,7 @@ def no_work(monkeypatch, tmp_path, inputs):
     from poolbench_data.hub import update
     from poolbench_data.llm import openai_backend, vllm_backend
     from poolbench_data.players import pool
-    from poolbench_data.training import loop
+    from poolbench_data.finetune import loop
 
     def started(*a, **k):
         raise WorkStarted()

@@ -48,7 +48,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from poolbench_data.training.loop import main
+from poolbench_data.finetune.loop import main
 
 if __name__ == "__main__":
     sys.exit(main(root=Path(__file__).resolve().parents[1]))

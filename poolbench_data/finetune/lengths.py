@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from poolbench_data.prefs.check import MAX_REPORTED, column_names
-from poolbench_data.prefs.check_sft import is_tool_dataset
+from poolbench_data.checks.pairs import MAX_REPORTED, column_names
+from poolbench_data.checks.demos import is_tool_dataset
 
 logger = logging.getLogger("poolbench.sft")
 

@@ -1,4 +1,4 @@
-"""benchmarks/bench_tool_choices.py: the tool player's ceiling on real boards, and each answer matched to the
+"""analysis/tool_reach.py: the tool player's ceiling on real boards, and each answer matched to the
 shot whose aim it wrote (the counts docs/training.md gives for where a model's legal contacts go)."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from poolbench_data.boards.generate import generate
 from poolbench_data.core.records import Shot
 from poolbench_data.llm.tools import MAX_CALLS, call_of, turn_result
 from poolbench_data.players.baselines import ORACLE_SPEEDS
-from poolbench_data.prefs.tool_sft import played
+from poolbench_data.demos.tools import played
 from poolbench_data.protocol.prompts import format_action
 
 REPO = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("bench_tool_choices", REPO / "benchmarks" / "bench_tool_choices.py")
+spec = importlib.util.spec_from_file_location("tool_reach", REPO / "analysis" / "tool_reach.py")
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 BOARDS = generate(12)
@@ -126,8 +126,8 @@ def test_the_ceiling_counts_what_the_tool_shows():
 
 def test_the_first_open_shot_at_each_speed(capsys):
     from poolbench_data.llm.tools import ball_report
-    from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
-    from poolbench_data.prefs.tool_sft import listed_own
+    from poolbench_data.pairs.noise import MIN_MARGIN, robust_score
+    from poolbench_data.demos.tools import listed_own
 
     three = BOARDS[:3]
     c = bench.speeds(three, MAX_CALLS)

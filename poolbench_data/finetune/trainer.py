@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from poolbench_data.training.common import (
+from poolbench_data.finetune.common import (
     RunResult,
     apply_speed_settings,
     at_max_steps,

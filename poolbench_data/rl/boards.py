@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from poolbench_data.players.traces import load_traces
-from poolbench_data.prefs.pairs import NO_ANSWER, physics_score
+from poolbench_data.pairs.text import NO_ANSWER, physics_score
 
 logger = logging.getLogger("poolbench.grpo")
 

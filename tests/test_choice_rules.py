@@ -1,4 +1,4 @@
-"""benchmarks/bench_tool_rules.py: rules that choose a shot and a speed from what the tool's reports show, fitted
+"""analysis/choice_rules.py: rules that choose a shot and a speed from what the tool's reports show, fitted
 on some boards and counted on others, beside the simulated ceilings (docs/benchmarks.md)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 from poolbench_data.boards.generate import generate
 from poolbench_data.core.records import Shot
 from poolbench_data.llm.tools import ball_report
-from poolbench_data.prefs.tool_sft import listed_own, played
+from poolbench_data.demos.tools import listed_own, played
 from poolbench_data.protocol.prompts import format_action
 
 REPO = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("bench_tool_rules", REPO / "benchmarks" / "bench_tool_rules.py")
+spec = importlib.util.spec_from_file_location("choice_rules", REPO / "analysis" / "choice_rules.py")
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 

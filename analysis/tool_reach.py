@@ -16,9 +16,9 @@ was not open while calls were left, to one at the cap, to a kick, an aim no repo
 open answers wrote the report's first open shot, how many answers were at 8 m/s, and whether the first call's
 ball had an open shot (against the lowest-numbered own ball's).
 
-    python benchmarks/bench_tool_choices.py --n 200
-    python benchmarks/bench_tool_choices.py --n 200 --eval_dir W/eval_sft --eval_dir W/eval_dpo
-    python benchmarks/bench_tool_choices.py --n 600 --seed 1 --no_simulate --speeds   # which speed, on train boards
+    python analysis/tool_reach.py --n 200
+    python analysis/tool_reach.py --n 200 --eval_dir W/eval_sft --eval_dir W/eval_dpo
+    python analysis/tool_reach.py --n 600 --seed 1 --no_simulate --speeds   # which speed, on train boards
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
     from poolbench_data.core.records import Shot
     from poolbench_data.core.table import POCKET_IDS
     from poolbench_data.llm.tools import ball_report, tool_answer
-    from poolbench_data.prefs.tool_sft import listed_own, played
+    from poolbench_data.demos.tools import listed_own, played
     from poolbench_data.protocol.prompts import format_action
 
     c = Counter()
@@ -84,7 +84,7 @@ def ceiling(scenarios, max_calls: int, simulate: bool = True) -> Counter:
 
 
 def _first_open(reports, max_calls: int) -> dict | None:
-    """The listed procedure (prefs.tool_sft.listed_demo's calls): own balls by number until a report is open;
+    """The listed procedure (demos.tools.listed_demo's calls): own balls by number until a report is open;
     that report, or None where none of the first `max_calls` is."""
     return next((r for r in reports[:max_calls] if r["open"]), None)
 
@@ -96,13 +96,13 @@ def speeds(scenarios, max_calls: int) -> Counter:
     """The listed procedure's first open shot, on the boards where it finds one, written at each speed of
     SPEED_GRID: clean pots at each; across the Oracle's three speeds, boards clean at all, at none, at some; the
     misses at 8 m/s that potted the ball and scratched; the boards where the shot at 5 m/s plays better on average
-    over the jitter grid than at 8 (`prefs.robust.robust_score`, by MIN_MARGIN), and the reverse: what the
+    over the jitter grid than at 8 (`pairs.noise.robust_score`, by MIN_MARGIN), and the reverse: what the
     `tool-speed` pairs' labels say about slowing down."""
     from poolbench_data.core.records import Shot
     from poolbench_data.llm.tools import ball_report
     from poolbench_data.players.baselines import ORACLE_SPEEDS
-    from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
-    from poolbench_data.prefs.tool_sft import listed_own, played
+    from poolbench_data.pairs.noise import MIN_MARGIN, robust_score
+    from poolbench_data.demos.tools import listed_own, played
     from poolbench_data.protocol.prompts import format_action
 
     c = Counter(dict.fromkeys(["boards where the listed procedure finds an open shot",
@@ -142,7 +142,7 @@ def _best(s, shots) -> tuple[bool, bool]:
     """(some shot is a legal contact, some is a clean pot) over (ball, pocket, aim) at each of the Oracle's speeds."""
     from poolbench_data.core.records import Shot
     from poolbench_data.players.baselines import ORACLE_SPEEDS
-    from poolbench_data.prefs.tool_sft import played
+    from poolbench_data.demos.tools import played
     from poolbench_data.protocol.prompts import format_action
 
     legal = False
@@ -191,7 +191,7 @@ def choices(eval_dir: Path, boards: dict) -> dict[str, Counter]:
     kicks, those where an own ball the thread had not called has an open shot."""
     from poolbench_data.llm.tools import ball_report
     from poolbench_data.players.diagnostics import angular_error
-    from poolbench_data.prefs.tool_sft import listed_own, played
+    from poolbench_data.demos.tools import listed_own, played
 
     out = {k: Counter() for k in (*KINDS, "every shot")}
     every = out["every shot"]

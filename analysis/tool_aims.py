@@ -1,10 +1,10 @@
 """The ghost_ball tool's two aims, potted: for every (ball, pocket, speed) the tool-use demonstration
-search tries (prefs.tool_sft) whose tool answer is clear, the shot written with the centre aim and with the
+search tries (demos.tools) whose tool answer is clear, the shot written with the centre aim and with the
 potting-point aim, each parsed and simulated as the evaluator does. Optionally, an `eval --tools` run's own
 choices (the ball and pocket of each shot's last good call, its speed) replayed with the potting-point aim.
 
-    python benchmarks/bench_tool_aims.py --dataset_dir D/poolbench --boards 200
-    python benchmarks/bench_tool_aims.py --dataset_dir D/poolbench --boards 200 --eval_dir R/eval_sft_tools
+    python analysis/tool_aims.py --dataset_dir D/poolbench --boards 200
+    python analysis/tool_aims.py --dataset_dir D/poolbench --boards 200 --eval_dir R/eval_sft_tools
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from poolbench_data.core.config import Parser
 def aim_shots(scenario_rows) -> dict[str, int]:
     from poolbench_data.core.records import Scenario, Shot
     from poolbench_data.llm.tools import tool_answer
-    from poolbench_data.prefs.tool_sft import _tried, clear, played
+    from poolbench_data.demos.tools import _tried, clear, played
     from poolbench_data.protocol.prompts import format_action
 
     counts = {"clear_shots": 0, "aim_angle_deg": 0, "potting_point_aim_angle_deg": 0}
@@ -41,7 +41,7 @@ def replayed(eval_dir: Path) -> dict[str, int]:
     from poolbench_data.core.records import Shot
     from poolbench_data.llm.tools import tool_answer
     from poolbench_data.players.diagnostics import angular_error
-    from poolbench_data.prefs.tool_sft import played
+    from poolbench_data.demos.tools import played
     from poolbench_data.protocol.parsing import parse_action
     from poolbench_data.protocol.prompts import format_action
 

@@ -17,7 +17,7 @@ open-board rule is counted again together with the kick rule the train boards ch
 a choice the model can make from its input; what lies between the best such rule and the ceiling is what the
 input does not show.
 
-    python benchmarks/bench_tool_rules.py --train_n 400 --n 200
+    python analysis/choice_rules.py --train_n 400 --n 200
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def at_speeds(s, ball: str, pocket: str, phi: float) -> dict:
     """Speed -> the metrics of the shot at `ball` into `pocket` with aim `phi`, written as the model writes it and
     played as the evaluator plays it, at each speed of SPEED_GRID."""
     from poolbench_data.core.records import Shot
-    from poolbench_data.prefs.tool_sft import played
+    from poolbench_data.demos.tools import played
     from poolbench_data.protocol.prompts import format_action
 
     return {v: played(s, format_action(Shot(phi=phi, V0=v, target_ball=ball, target_pocket=pocket), s))[1]
@@ -54,7 +54,7 @@ def candidates(s, max_calls: int) -> list[dict]:
     import math
 
     from poolbench_data.llm.tools import ball_report
-    from poolbench_data.prefs.tool_sft import listed_own
+    from poolbench_data.demos.tools import listed_own
 
     out = []
     for call, ball in enumerate(listed_own(s)[:max_calls]):
@@ -206,7 +206,7 @@ def kicks(s, max_calls: int) -> list[dict]:
     """Where the first `max_calls` own balls listed show nothing open: the kick each report shows, in call order,
     with what the model sees of it (`pot`: aimed to pot) and, for each speed, clean pot and legal contact."""
     from poolbench_data.llm.tools import ball_report
-    from poolbench_data.prefs.tool_sft import listed_own
+    from poolbench_data.demos.tools import listed_own
 
     out = []
     for call, ball in enumerate(listed_own(s)[:max_calls]):

@@ -19,8 +19,8 @@ from poolbench_data.core.errors import UserError, check_at_least, check_seed
 from poolbench_data.core.shutdown import stop_group, terminate_as_exit
 from poolbench_data.llm.model import EMBEDDED, resolve_model
 from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
-from poolbench_data.training.extra_args import check_script_args, words
-from poolbench_data.training.stamps import Stamps
+from poolbench_data.finetune.extra_args import check_script_args, words
+from poolbench_data.finetune.stamps import Stamps
 
 # The repository whose builders/ and training/ scripts the stages run: this checkout's, by default.
 ROOT = Path(__file__).resolve().parents[2]
@@ -310,7 +310,7 @@ def servable(checkpoint: Path) -> Path:
         from peft import AutoPeftModelForCausalLM
         from transformers import AutoTokenizer
 
-        from poolbench_data.training.common import MERGED_DIR, merge_lora
+        from poolbench_data.finetune.common import MERGED_DIR, merge_lora
 
         # fp32, as the recipes' merged/: merged into bf16 weights most of a LoRA update rounds away.
         model = AutoPeftModelForCausalLM.from_pretrained(checkpoint, dtype="float32")

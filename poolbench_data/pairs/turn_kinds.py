@@ -13,8 +13,8 @@ each kind as often, still teach when to call.
 
 from __future__ import annotations
 
-from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, chosen_kind, turn_kinds
-from poolbench_data.prefs.tool_pairs import SOURCE
+from poolbench_data.checks.pairs import MAX_TURN_KIND_SHARE, chosen_kind, turn_kinds
+from poolbench_data.pairs.tools import SOURCE
 
 
 def balance_kinds(pairs: list[dict], max_share: float = MAX_TURN_KIND_SHARE) -> list[dict]:

@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from poolbench_data.prefs.pairs import _pair, fine_score, physics_score
-from poolbench_data.prefs.tool_pairs import (_assistant_index, _called, _described, _played_row, decisions,
+from poolbench_data.pairs.text import _pair, fine_score, physics_score
+from poolbench_data.pairs.tools import (_assistant_index, _called, _described, _played_row, decisions,
                                              thread_messages, usable_samples)
-from poolbench_data.prefs.tool_sft import cap_answer, clear
+from poolbench_data.demos.tools import cap_answer, clear
 
 CALL_AGAIN = "tool-call-again"
 ANSWER_NOW = "answer_now"  # the rejected side's model name: the answer written in place of the model's call

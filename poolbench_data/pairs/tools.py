@@ -5,7 +5,7 @@ conversation: its turns (tool_calls.jsonl, `turns` + `final_response`), the tool
 checked against the recorded ones), its final action scored by the simulator (llm_traces.jsonl). Per board, every
 two samples whose `pairs.fine_score` differ, the better against the worse (best against worst only gave one pair
 a board, 60 from 60 boards; both sides are the model's own words, so the supervised term falls on what it already
-writes); with `robust`, only where the better also plays better on average around its action (`prefs.robust`).
+writes); with `robust`, only where the better also plays better on average around its action (`pairs.noise`).
 
 The pair is the first turn where the two threads' decisions part: a call's
 (ball, pocket), or an answer's (ball, aim, speed), the parts of the action the
@@ -65,9 +65,9 @@ from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.llm.tools import TOOL_VERSION, UNRECORDED_VERSION, call_of, tool_calls, turn_result, with_tool_note
 from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
-from poolbench_data.prefs.pairs import _pair, answered, fine_score, physics_score
-from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
-from poolbench_data.prefs.tool_sft import AIM_FIELD, blocked_calls, call_text, cap_answer, clear, find_pot, shown
+from poolbench_data.pairs.text import _pair, answered, fine_score, physics_score
+from poolbench_data.pairs.noise import MIN_MARGIN, robust_score
+from poolbench_data.demos.tools import AIM_FIELD, blocked_calls, call_text, cap_answer, clear, find_pot, shown
 from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import format_action, messages
 
@@ -150,7 +150,7 @@ def _threads(threads: Sequence[Mapping], traces: Sequence[Mapping]) -> tuple[dic
 
 def usable_samples(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Sequence[Mapping]):
     """(row, scenario, player, [(thread, trace)] of its usable threads) per board and player, in board order, for
-    the sources built outside `tool_pairs` (prefs.tool_speed, prefs.tool_call_again); a test board raises."""
+    the sources built outside `tool_pairs` (pairs.speed, pairs.further_call); a test board raises."""
     grouped, _ = _threads(threads, traces)
     for row in scenarios:
         if leak := leak_problem(row, None, id_key="id"):

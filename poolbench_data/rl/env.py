@@ -3,7 +3,7 @@ calls the `ghost_ball` tool (the paper's section 6.3), for any TRL user on any
 model whose chat template renders tool calls.
 
     from trl import GRPOTrainer
-    from poolbench_data.prefs.env import PoolBenchEnv, tool_physics_reward, tool_prompts
+    from poolbench_data.rl.env import PoolBenchEnv, tool_physics_reward, tool_prompts
 
     trainer = GRPOTrainer(model=..., train_dataset=tool_prompts(scenarios_train_split),
                           environment_factory=PoolBenchEnv, reward_funcs=[tool_physics_reward], args=...)
@@ -25,7 +25,7 @@ import json
 
 from poolbench_data.core.records import Scenario
 from poolbench_data.llm.tools import MAX_CALLS, call_of, tool_calls, turn_result, with_tool_note
-from poolbench_data.prefs.reward import score_completion
+from poolbench_data.rl.reward import score_completion
 
 BOARD_COLUMNS = ("id", "category", "seed", "cue_ball", "balls")
 

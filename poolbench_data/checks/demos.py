@@ -8,8 +8,8 @@ from typing import Any
 
 from poolbench_data.boards.splits import EVAL_SEED, SplitLeakError, id_prefix
 from poolbench_data.llm.tools import tool_calls
-from poolbench_data.prefs.check import ROLES, column_names, message_problem, scan_rows
-from poolbench_data.prefs.tool_sft import call_problems
+from poolbench_data.checks.pairs import ROLES, column_names, message_problem, scan_rows
+from poolbench_data.demos.tools import call_problems
 
 SFT_COLUMNS = ("prompt", "completion")
 TOOL_COLUMNS = ("messages",)  # the sft_tools config: whole tool-using conversations

@@ -18,7 +18,7 @@ kicked on 51 boards of 200 against its SFT's 23 (docs/training.md, fourteenth se
 `tool-cap-speed` pairs are the same, for the answers at the call cap after a closed report instead (most are the
 kick the report shows): there an answer is due whatever its speed, so the pair trains only the speed. A kick's
 way is longer than a straight shot's: on the held-out boards with nothing open, the first kick shown pots
-cleanly on 3 at the model's 5 m/s and on 8 at 8 m/s (benchmarks/bench_tool_rules.py, docs/benchmarks.md).
+cleanly on 3 at the model's 5 m/s and on 8 at 8 m/s (analysis/choice_rules.py, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import numpy as np
 from poolbench_data.core.records import Scenario
 from poolbench_data.core.vocab import V0_RANGE
 from poolbench_data.players.pool import imap
-from poolbench_data.prefs.pairs import _pair
-from poolbench_data.prefs.robust import MIN_MARGIN, robust_score
-from poolbench_data.prefs.tool_pairs import _described, _played_row, decisions, thread_messages, usable_samples
-from poolbench_data.prefs.tool_sft import clear
+from poolbench_data.pairs.text import _pair
+from poolbench_data.pairs.noise import MIN_MARGIN, robust_score
+from poolbench_data.pairs.tools import _described, _played_row, decisions, thread_messages, usable_samples
+from poolbench_data.demos.tools import clear
 
 SPEED = "tool-speed"
 CAP_SPEED = "tool-cap-speed"
