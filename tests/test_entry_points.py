@@ -189,7 +189,7 @@ def _base(label: str, inputs: dict, tmp: Path) -> tuple[list[str], list[str]]:
     return {
         "poolbench score": ([t], []),
         "poolbench compare": ([t, t], []),
-        "poolbench figures": ([], ["--pilot_json", str(REPO / "docs/results/tools_dpo_balanced_smollm2_cpu.json"),
+        "poolbench figures": ([], ["--pilot_json", str(REPO / "docs/results/tool_track_smollm2_135m_cpu.json"),
                                    "--out", str(tmp / "figures")]),
         "builders/build_dataset.py": ([], ["--output_dir", str(tmp / "o"), "--eval_n", "1", "--train_n", "1"]),
         "builders/build_sft.py": ([], ["--dataset_dir", data]),
