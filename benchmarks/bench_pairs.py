@@ -5,7 +5,7 @@
 Each board's thread is what the tool-SFT model writes on most boards (docs/training.md): a call for the first own
 ball the prompt lists, then, where that report shows an open shot, the first open shot's potting-point aim at
 5 m/s (boards whose first report is closed are left out: speed pairs come only after an open report). Every worker
-count labels the same threads with `prefs.tool_speed.speed_pairs` (63 simulations an answer: its robust score and
+count labels the same threads with `pairs.speed.speed_pairs` (63 simulations an answer: its robust score and
 6 other speeds'), so the speed-ups come from one run, and each count's pairs must equal the first count's.
 """
 
@@ -25,8 +25,8 @@ def thread_of(row: dict) -> tuple[dict, dict] | None:
     report shows nothing open or the shot's simulation stopped early."""
     from poolbench_data.core.records import Scenario, Shot
     from poolbench_data.llm.tools import MAX_CALLS, TOOL_VERSION, call_of, turn_result
-    from poolbench_data.prefs.tool_pairs import _played_row
-    from poolbench_data.prefs.tool_sft import call_text, clear, listed_own
+    from poolbench_data.pairs.tools import _played_row
+    from poolbench_data.demos.tools import call_text, clear, listed_own
     from poolbench_data.protocol.prompts import format_action
 
     s = Scenario.from_row(row)
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
         return 2
     from poolbench_data.boards.generate import generate
     from poolbench_data.players.pool import cores
-    from poolbench_data.prefs.tool_speed import speed_pairs
+    from poolbench_data.pairs.speed import speed_pairs
     from poolbench_data.protocol.prompts import PROMPT_VERSION
 
     rows = [{**s.to_row(), "prompt_version": PROMPT_VERSION} for s in generate(args.boards, base_seed=1)]

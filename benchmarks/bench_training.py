@@ -44,7 +44,7 @@ from poolbench_data.core.config import Parser
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = {"sft": "training/recipes/sft-smollm2-135m-cpu.yaml", "dpo": "training/recipes/smollm2-135m-cpu.yaml"}
 DEFAULT_SETTINGS = "sft,dpo"
-# flag -> the script arguments it sets (poolbench_data/training/common.py TrainScriptArguments, TRL's configs)
+# flag -> the script arguments it sets (poolbench_data/finetune/common.py TrainScriptArguments, TRL's configs)
 FLAGS = {
     "lora": ["--use_peft", "true"], "full": ["--use_peft", "false"],
     "fp32": ["--dtype", "float32"], "bf16w": ["--dtype", "bfloat16"],
@@ -72,8 +72,8 @@ def make_dataset(root: Path, boards: int) -> Path:
     from poolbench_data.hub.update import replace_rows, write_config
     from poolbench_data.llm.player import EvalSettings, evaluate_model, llm_trace_rows
     from poolbench_data.llm.replay import ReplayBackend
-    from poolbench_data.prefs.pairs import build_pairs
-    from poolbench_data.prefs.sft import sft_rows
+    from poolbench_data.pairs.text import build_pairs
+    from poolbench_data.demos.text import sft_rows
 
     folder = root / "poolbench"
     build_benchmark(folder, eval_n=1, train_n=boards, train_seed=7, players=("oracle",), progress=False)

@@ -40,7 +40,7 @@ class ScriptArguments(PushArguments):
                 "against a further call, the conversation continued with blocked calls to the cap where calls "
                 "were left; tool-speed (not a default: being measured): the model's final answer against the same "
                 "answer at another cue speed, the one that plays better on average over small aim and speed "
-                "errors chosen (prefs.tool_speed; 9 simulations a speed); tool-cap-speed (not a default: to be "
+                "errors chosen (pairs.speed; 9 simulations a speed); tool-cap-speed (not a default: to be "
                 "measured): the same for the answers at the call cap after a closed report, most of them kicks; "
                 "tool-call-again (not a default: being "
                 "measured): after a report with no open shot and calls left, the model's own further call in a "
@@ -55,7 +55,7 @@ class ScriptArguments(PushArguments):
     tool_robust: bool = field(default=False, metadata={
         "help": "With --tool_eval_dir: keep only tool-on-policy pairs whose chosen side also plays better on "
                 "average, by a quarter of a level, over its action replayed with the aim +-0.1 degrees and the "
-                "speed +-0.5 m/s (9 simulations a sample; prefs.robust): one simulated outcome is a noisy label."})
+                "speed +-0.5 m/s (9 simulations a sample; pairs.noise): one simulated outcome is a noisy label."})
     tool_speeds: str = field(default="4,5,6,7,8,10,12", metadata={
         "help": "With --tool_sources tool-speed or tool-cap-speed: comma-separated cue speeds (m/s, within 2-12) "
                 "the model's answer is set against, one drawn per answer among those that play robustly "
@@ -63,7 +63,7 @@ class ScriptArguments(PushArguments):
     tool_same_kind: bool = field(default=False, metadata={
         "help": "With --tool_eval_dir: leave out tool-on-policy pairs that set a call against an answer (the "
                 "call's side is scored by one sampled continuation); the recovery and answer-now sources still "
-                "teach when to call (prefs.tool_kinds)."})
+                "teach when to call (pairs.turn_kinds)."})
     workers: int = field(default=0, metadata={
         "help": "Worker processes that label the tool-speed and tool-cap-speed pairs (0: one per core; 9 "
                 "simulations a speed an answer); the pairs are the same at any number."})
@@ -77,12 +77,12 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
     from poolbench_data.players.pool import resolve_workers
-    from poolbench_data.prefs.pairs import SOURCES, build_pairs
+    from poolbench_data.pairs.text import SOURCES, build_pairs
     from poolbench_data.report.provenance import provenance
 
-    from poolbench_data.prefs.tool_pairs import TOOL_SOURCES
-    from poolbench_data.prefs.tool_call_again import CALL_AGAIN
-    from poolbench_data.prefs.tool_speed import CAP_SPEED, SPEED
+    from poolbench_data.pairs.tools import TOOL_SOURCES
+    from poolbench_data.pairs.further_call import CALL_AGAIN
+    from poolbench_data.pairs.speed import CAP_SPEED, SPEED
 
     # Both flags before any work, whichever config is built.
     sources = _sources("--sources", args.sources, SOURCES)
@@ -135,10 +135,10 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     from poolbench_data.core.errors import UserError
     from poolbench_data.hub.update import write_config
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.tool_kinds import balance_kinds, same_kind
-    from poolbench_data.prefs.tool_pairs import ThreadMismatch, tool_pairs
-    from poolbench_data.prefs.tool_call_again import CALL_AGAIN, call_again_pairs
-    from poolbench_data.prefs.tool_speed import CAP_SPEED, SPEED, speed_pairs
+    from poolbench_data.pairs.turn_kinds import balance_kinds, same_kind
+    from poolbench_data.pairs.tools import ThreadMismatch, tool_pairs
+    from poolbench_data.pairs.further_call import CALL_AGAIN, call_again_pairs
+    from poolbench_data.pairs.speed import CAP_SPEED, SPEED, speed_pairs
     from poolbench_data.report.provenance import provenance
 
     src = Path(args.tool_eval_dir)

@@ -35,7 +35,7 @@ class ScriptArguments(PushArguments):
     tool_demo_order: str = field(default="oracle", metadata={
         "help": "With --tools: `oracle` (the Oracle's ball and pocket first, then the geometry candidates, with "
                 "mistaken calls shown and recovered) or `listed` (own balls called in the prompt's order until a "
-                "report shows an open shot, then the best of its open shots in the simulator; prefs.tool_sft."
+                "report shows an open shot, then the best of its open shots in the simulator; demos.tools."
                 "listed_demo)."})
     tool_demo_speeds: str = field(default="", metadata={
         "help": "With --tools: comma-separated cue speeds (m/s, within 2-12) a demonstration tries, in order; the "
@@ -55,7 +55,7 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
     from poolbench_data.boards.splits import EVAL_SPLITS
-    from poolbench_data.prefs.sft import sft_rows
+    from poolbench_data.demos.text import sft_rows
     from poolbench_data.report.provenance import provenance
 
     check_seed("--seed", args.seed)
@@ -63,7 +63,7 @@ def build(args: ScriptArguments) -> None:
         if not 0 <= getattr(args, flag) <= 1:
             raise UserError(f"--{flag} {getattr(args, flag)}: a share of boards; give a value from 0 to 1")
     from poolbench_data.players.baselines import ORACLE_SPEEDS
-    from poolbench_data.prefs.tool_sft import DEMO_ORDERS
+    from poolbench_data.demos.tools import DEMO_ORDERS
 
     speeds = check_speeds("--tool_demo_speeds", args.tool_demo_speeds) if args.tool_demo_speeds else ORACLE_SPEEDS
     if args.tool_demo_order not in DEMO_ORDERS:
@@ -79,7 +79,7 @@ def build(args: ScriptArguments) -> None:
     if args.tools:
         from collections import Counter
 
-        from poolbench_data.prefs.tool_sft import tool_sft_rows
+        from poolbench_data.demos.tools import tool_sft_rows
 
         rows = tool_sft_rows(scenarios, args.split, seed=args.seed, progress=True,
                              blocked_share=args.retry_blocked_share, no_pot_share=args.at_cap_no_pot_share,
@@ -94,7 +94,7 @@ def build(args: ScriptArguments) -> None:
         pots = sum(r["clean_pot"] for r in rows)
         at = Counter(r["cue_speed"] for r in rows)
         print(f"sft_tools/{args.split}: {counts[args.split]} tool demonstrations, {pots} of them legal pots "
-              f"(by kind: {', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}; prefs.tool_sft.ToolDemo; "
+              f"(by kind: {', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}; demos.tools.ToolDemo; "
               f"by calls: {', '.join(f'{k}: {n}' for k, n in sorted(Counter(r['calls'] for r in rows).items()))}) "
               f"from {len(scenarios)} scenarios ({len(scenarios) - len(rows)} without a row); written at "
               f"{', '.join(f'{k:g} m/s {n}' for k, n in sorted(at.items()))}")

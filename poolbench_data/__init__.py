@@ -14,8 +14,10 @@ Subpackages, in the order the data flows (each imports only those before it):
 core (records, table, geometry, physics, scoring) -> boards (generation,
 categories, pottability) -> players (baselines, the play loop, diagnostics)
 and protocol (prompts, parsing) -> llm (backends, the LLM player) and report
-(tables, stats, rendering) -> hub (datasets) and prefs (pairs, rewards) ->
-evaluation (`evaluate(config)`) -> cli.
+(tables, stats, rendering) -> demos (SFT demonstrations) -> checks (what
+every training set passes) -> pairs (preference pairs) -> hub (datasets) and
+rl (the TRL environment, rewards) -> evaluation (`evaluate(config)`) -> cli
+and finetune (what the training/ scripts share).
 
 Heavy dependencies (vllm, torch, trl) are imported lazily inside the modules
 that need them, so the core runs without them.

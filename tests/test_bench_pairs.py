@@ -16,7 +16,7 @@ spec.loader.exec_module(bench)
 def test_a_thread_calls_the_first_listed_ball_and_answers_its_first_open_shot_at_the_model_speed():
     from poolbench_data.boards.generate import generate
     from poolbench_data.llm.tools import MAX_CALLS
-    from poolbench_data.prefs.tool_sft import clear, listed_own
+    from poolbench_data.demos.tools import clear, listed_own
     from poolbench_data.protocol.prompts import PROMPT_VERSION
 
     made = 0

@@ -37,7 +37,7 @@ def test_build_pairs_writes_a_trl_ready_config(folder, monkeypatch):
     from datasets import load_dataset
 
     from poolbench_data.hub.features import features
-    from poolbench_data.prefs.check import check_pairs
+    from poolbench_data.checks.pairs import check_pairs
 
     build_pairs.main(["--dataset_dir", str(folder)])
     monkeypatch.chdir(folder.parent)

@@ -3,7 +3,7 @@
 The pairs are PoolBench's own: a dataset folder in Hub layout (parquet under
 data/<config>/ + README.md YAML `configs:`) built by hub.build.build_benchmark,
 a model's answers replayed through the parser, simulator and trace writer, and
-the `pairs` config written by prefs.pairs.build_pairs + hub.update.write_config
+the `pairs` config written by pairs.text.build_pairs + hub.update.write_config
 (what builders/build_pairs.py does). It is read back with
 `load_dataset(folder, "pairs")`, so these tests also pin the contract between
 the dataset and `training/dpo.py`.
@@ -29,7 +29,7 @@ import torch  # noqa: E402
 from datasets import Dataset, load_dataset  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from poolbench_data.prefs.check import PairsFormatError, check_pairs  # noqa: E402
+from poolbench_data.checks.pairs import PairsFormatError, check_pairs  # noqa: E402
 from tiny_model import build_tiny_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,14 +64,14 @@ def build_pairs_folder(folder: Path) -> list[dict]:
     code, the steps of `poolbench eval --split train` + builders/build_pairs.py:
     scenarios and Oracle traces from build_benchmark; the model's answers
     replayed through the parser, simulator and trace writer into `traces`;
-    pairs from prefs.pairs.build_pairs, written with hub.update.write_config."""
+    pairs from pairs.text.build_pairs, written with hub.update.write_config."""
     from poolbench_data.core.records import Scenario, Shot
     from poolbench_data.hub.build import build_benchmark
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.hub.update import replace_rows, write_config
     from poolbench_data.llm.player import EvalSettings, evaluate_model, llm_trace_rows
     from poolbench_data.llm.replay import ReplayBackend
-    from poolbench_data.prefs.pairs import SOURCES, build_pairs
+    from poolbench_data.pairs.text import SOURCES, build_pairs
     from poolbench_data.report.provenance import provenance
 
     build_benchmark(folder, eval_n=1, train_n=4, train_seed=1, players=("oracle",), progress=False)
@@ -271,7 +271,7 @@ def test_script_validates_pairs_before_loading_the_model(pairs_folder, pair_rows
 
 
 def test_pairs_that_always_prefer_one_turn_kind_stop_before_the_model_loads(pairs_folder, pair_rows, tmp_path):
-    from poolbench_data.prefs.check import PairsBalanceError, check_turn_kinds
+    from poolbench_data.checks.pairs import PairsBalanceError, check_turn_kinds
 
     call = '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "1", "pocket": "lb"}}</tool_call>'
     rows = pair_rows[:4]
@@ -298,7 +298,7 @@ def test_a_shared_prompt_with_gradient_checkpointing_is_refused_before_the_model
 
 
 def test_pairs_from_evaluation_boards_are_refused(pair_rows):
-    from poolbench_data.prefs.check import SplitLeakError
+    from poolbench_data.checks.pairs import SplitLeakError
 
     rows = pair_rows[:4]
     rows[2]["scenario_id"] = "pb0-000002"
@@ -312,7 +312,7 @@ def test_pairs_from_evaluation_boards_are_refused(pair_rows):
 
 
 def test_script_refuses_evaluation_board_pairs_before_loading_the_model(pairs_folder, pair_rows, tmp_path):
-    from poolbench_data.prefs.check import SplitLeakError
+    from poolbench_data.checks.pairs import SplitLeakError
 
     rows = pair_rows[:4]
     rows[1]["scenario_id"] = "pb0-000001"  # the folder's provenance says eval_seed 0
@@ -330,7 +330,7 @@ def test_a_dataset_name_that_is_no_folder_here_is_never_read_from_a_cache(pairs_
     for name in ("poolbench", "./poolbench", "runs/poolbench", "a/b/c", str(tmp_path / "missing")):
         with pytest.raises(FileNotFoundError, match=re.escape(f"dataset_name={name!r}: no such folder")):
             dpo.main(tiny_args(tmp_path / "no-model", name, tmp_path / "out", max_steps=1))
-    from poolbench_data.training.common import resolve_dataset
+    from poolbench_data.finetune.common import resolve_dataset
 
     assert resolve_dataset("someone/poolbench") == "someone/poolbench"  # a Hub id
     shutil.copytree(pairs_folder, tmp_path / "poolbench")
@@ -339,7 +339,7 @@ def test_a_dataset_name_that_is_no_folder_here_is_never_read_from_a_cache(pairs_
 
 def test_training_checks_its_model_with_the_evaluators_check(tmp_path):
     """One model check (llm.model.resolve_model) for training and evaluation, naming training's field."""
-    from poolbench_data.training.common import resolve_model_path
+    from poolbench_data.finetune.common import resolve_model_path
 
     with pytest.raises(ValueError, match="model_name_or_path is not set"):
         resolve_model_path("")

@@ -84,7 +84,7 @@ def _entry_points() -> dict:
             f.name for f in dataclasses.fields(__import__("trl").ScriptArguments)}
 
         def main(argv, module=module):
-            from poolbench_data.training.common import command_line
+            from poolbench_data.finetune.common import command_line
 
             return command_line(lambda: module.main(argv))
 
@@ -110,7 +110,7 @@ def _cases():
                 cases.append((label, flag, "abc"))
             elif getattr(action.type, "__name__", "") == "string_to_bool":
                 cases.append((label, flag, "maybe"))
-            if not ours or label.startswith("benchmarks/") or action.choices:
+            if not ours or label.startswith(("benchmarks/", "analysis/")) or action.choices:
                 continue  # range and path checks of TRL's own fields and of measurement scripts are theirs
             if action.type is int:
                 cases.append((label, flag, "-5"))
@@ -154,7 +154,7 @@ def _base(label: str, inputs: dict, tmp: Path) -> tuple[list[str], list[str]]:
     return {
         "poolbench score": ([t], []),
         "poolbench compare": ([t, t], []),
-        "poolbench figures": ([], ["--pilot_json", str(REPO / "docs/results/tools_dpo_balanced_smollm2_cpu.json"),
+        "poolbench figures": ([], ["--pilot_json", str(REPO / "docs/results/tool_track_smollm2_135m_cpu.json"),
                                    "--out", str(tmp / "figures")]),
         "builders/build_dataset.py": ([], ["--output_dir", str(tmp / "o"), "--eval_n", "1", "--train_n", "1"]),
         "builders/build_sft.py": ([], ["--dataset_dir", data]),
@@ -189,7 +189,7 @@ def no_work(monkeypatch, tmp_path, inputs):
     from poolbench_data.hub import update
     from poolbench_data.llm import openai_backend, vllm_backend
     from poolbench_data.players import pool
-    from poolbench_data.training import loop
+    from poolbench_data.finetune import loop
 
     def started(*a, **k):
         raise WorkStarted()

@@ -35,8 +35,8 @@ pytest.importorskip("peft")
 from datasets import Dataset, load_dataset  # noqa: E402
 
 from poolbench_data.boards.splits import SplitLeakError  # noqa: E402
-from poolbench_data.prefs.check import ScenarioRowsError, check_scenario_rows  # noqa: E402
-from poolbench_data.prefs.reward import physics_reward, score_completion  # noqa: E402
+from poolbench_data.checks.pairs import ScenarioRowsError, check_scenario_rows  # noqa: E402
+from poolbench_data.rl.reward import physics_reward, score_completion  # noqa: E402
 from tiny_model import build_tiny_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -83,7 +83,7 @@ def test_public_api_resolves():
 
 
 def test_training_scripts_are_thin_and_import_the_package_as_installed():
-    """training/*.py are TRL-style scripts: what they share lives in poolbench_data.training (under the import
+    """training/*.py are TRL-style scripts: what they share lives in poolbench_data.finetune (under the import
     contracts), found the way the package is, never by editing sys.path."""
     import ast
 

@@ -1,4 +1,4 @@
-"""The loop (poolbench_data.training.loop, run as training/loop.py) and its numbers (report.pilot), from real
+"""The loop (poolbench_data.finetune.loop, run as training/loop.py) and its numbers (report.pilot), from real
 evaluations (replay backend)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _loop():
-    from poolbench_data.training import loop
+    from poolbench_data.finetune import loop
 
     return loop
 
@@ -322,7 +322,7 @@ def test_a_lora_checkpoint_is_served_merged_in_float32_with_its_update_whole(tmp
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from poolbench_data.training.loop import servable
+    from poolbench_data.finetune.loop import servable
     from tiny_model import build_tiny_model
 
     base_dir = build_tiny_model(tmp_path / "base", seed=0)
@@ -371,7 +371,7 @@ def test_a_stopped_loop_stops_its_stage_and_what_the_stage_started(tmp_path):
              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
              f"open({str(pidfile)!r}, 'w').write(f'{{p.pid}}'); time.sleep(600)"]
     driver = ("import sys; from pathlib import Path; from poolbench_data.core.shutdown import terminate_as_exit; "
-              "from poolbench_data.training.loop import _run\n"
+              "from poolbench_data.finetune.loop import _run\n"
               f"with terminate_as_exit(): _run({stage!r}, Path({str(log)!r}), Path('.'))")
     loop = subprocess.Popen([sys.executable, "-c", driver], cwd=REPO)
     deadline = time.monotonic() + 60

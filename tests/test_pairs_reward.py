@@ -3,8 +3,8 @@ import json
 import pytest
 
 from poolbench_data.hub.rows import baseline_trace_rows, scenario_row
-from poolbench_data.prefs.pairs import build_pairs, fine_score, on_policy_pairs, oracle_pairs, physics_score
-from poolbench_data.prefs.reward import physics_reward
+from poolbench_data.pairs.text import build_pairs, fine_score, on_policy_pairs, oracle_pairs, physics_score
+from poolbench_data.rl.reward import physics_reward
 from poolbench_data.players.play import play_scenario
 
 

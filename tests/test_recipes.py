@@ -51,7 +51,7 @@ def test_a_misspelt_recipe_key_is_named_before_anything_is_built(name, tmp_path,
     # before it looks for unknown keys), which names neither the key nor the fix.
     recipe = tmp_path / "typo.yaml"
     recipe.write_text("model_name_or_pathh: embedded\n")
-    from poolbench_data.training.common import command_line
+    from poolbench_data.finetune.common import command_line
 
     module = _script(name)
     assert command_line(lambda: module.main(["--config", str(recipe)])) == 2

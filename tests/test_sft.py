@@ -1,6 +1,6 @@
 """SFT on PoolBench demonstrations with real TRL on a tiny random model (CPU, seconds).
 
-The rows are made by the package's own `poolbench_data.prefs.sft.sft_rows`
+The rows are made by the package's own `poolbench_data.demos.text.sft_rows`
 from scenario and Oracle-trace rows, written with the package's ShardWriter
 and dataset card (a folder in Hub layout) and read back with
 `load_dataset(folder, "sft")`, so these tests also pin the contract between the
@@ -29,10 +29,10 @@ from transformers import PreTrainedModel  # noqa: E402
 from poolbench_data.hub.card import write_card  # noqa: E402
 from poolbench_data.hub.folder import ShardWriter, write_provenance  # noqa: E402
 from poolbench_data.boards.splits import SplitLeakError, eval_id_prefix  # noqa: E402
-from poolbench_data.prefs import check_sft  # noqa: E402
-from poolbench_data.prefs.sft import sft_rows  # noqa: E402
-from poolbench_data.training.common import command_line  # noqa: E402
-from poolbench_data.training.lengths import measure_lengths  # noqa: E402
+from poolbench_data.checks import demos as check_sft  # noqa: E402
+from poolbench_data.demos.text import sft_rows  # noqa: E402
+from poolbench_data.finetune.common import command_line  # noqa: E402
+from poolbench_data.finetune.lengths import measure_lengths  # noqa: E402
 from tiny_model import IM_END, build_tiny_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""PoolBench as a TRL environment (`prefs.env.PoolBenchEnv`): the tool a GRPO
+"""PoolBench as a TRL environment (`rl.env.PoolBenchEnv`): the tool a GRPO
 rollout calls, the reward on its final action, and two GRPO steps through
 TRL's `environment_factory` on the tiny model.
 
@@ -20,8 +20,8 @@ import pytest
 
 from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.llm.tools import TOOL_NOTE, run_call, turn_result
-from poolbench_data.prefs.env import BOARD_COLUMNS, PoolBenchEnv, final_answer, tool_physics_reward, tool_prompts
-from poolbench_data.prefs.tool_sft import find_pot
+from poolbench_data.rl.env import BOARD_COLUMNS, PoolBenchEnv, final_answer, tool_physics_reward, tool_prompts
+from poolbench_data.demos.tools import find_pot
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "training" / "templates" / "smollm2-chatml-tools.jinja"
@@ -104,7 +104,7 @@ def test_reward_is_the_physics_of_the_final_action(boards):
 
 
 def test_weighted_reward_scores_each_level_as_asked(boards):
-    from poolbench_data.prefs.env import weighted_reward
+    from poolbench_data.rl.env import weighted_reward
 
     completions, envs = [], []
     for row in boards:
@@ -137,7 +137,7 @@ def test_a_rollout_ending_on_a_call_as_trl_parses_it(boards):
     from tiny_model import build_tokenizer
     from trl.chat_template_utils import parse_response
 
-    from poolbench_data.prefs.env import ends_on_call, weighted_reward
+    from poolbench_data.rl.env import ends_on_call, weighted_reward
 
     tok = build_tokenizer()
     grpo.use_tool_template(tok, str(TEMPLATE))
@@ -224,7 +224,7 @@ def trace(board: str, level: str, status: str = "ok") -> dict:
 
 
 def test_boards_with_spread_are_those_whose_samples_score_differently():
-    from poolbench_data.prefs.spread import boards_with_spread
+    from poolbench_data.rl.boards import boards_with_spread
 
     rows = [trace("a", "pot"), trace("a", "pot"), trace("b", "pot"), trace("b", "foul"), trace("c", "foul"),
             trace("c", "foul"), trace("d", "none"), trace("d", "contact")]
@@ -243,7 +243,7 @@ def test_grpo_trains_on_the_boards_with_spread_only(folder, boards, tmp_path, ca
     from test_grpo import SMOKE_RECIPE, grpo
     from tiny_model import build_tiny_model
 
-    from poolbench_data.training.common import command_line
+    from poolbench_data.finetune.common import command_line
 
     ids = boards["id"]
     samples = tmp_path / "samples"

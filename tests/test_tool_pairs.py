@@ -22,7 +22,7 @@ from poolbench_data.cli import main as poolbench
 from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.core.table import POCKET_IDS
 from poolbench_data.llm.tools import MAX_CALLS, TOOL_NOTE, TOOL_VERSION, tool_answer, tool_calls, turn_result
-from poolbench_data.prefs.tool_sft import call_text, clear
+from poolbench_data.demos.tools import call_text, clear
 from poolbench_data.protocol.prompts import format_action
 from test_experiments import _Recorder, recording_server
 from test_tool_sft import _load, stop_every_simulation
@@ -171,7 +171,7 @@ def test_answer_pairs_answer_where_the_tool_showed_a_clear_shot(pairs, sampled):
 def test_recovery_respects_the_sources_and_the_call_cap(sampled):
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.tool_pairs import tool_pairs
+    from poolbench_data.pairs.tools import tool_pairs
 
     root, out = sampled
     scenarios = read_rows(root, "scenarios", "train")
@@ -196,8 +196,8 @@ def test_recovery_respects_the_sources_and_the_call_cap(sampled):
 def test_a_level_gap_keeps_only_pairs_whose_outcomes_differ_in_kind(sampled, capsys):
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.pairs import TARGET_BONUS, AIM_BONUS
-    from poolbench_data.prefs.tool_pairs import tool_pairs
+    from poolbench_data.pairs.text import TARGET_BONUS, AIM_BONUS
+    from poolbench_data.pairs.tools import tool_pairs
 
     root, out = sampled
     scenarios = read_rows(root, "scenarios", "train")
@@ -219,7 +219,7 @@ def test_a_level_gap_keeps_only_pairs_whose_outcomes_differ_in_kind(sampled, cap
 def test_at_the_cap_the_action_is_chosen_over_another_call(sampled, tmp_path, pocket):
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.tool_pairs import tool_pairs
+    from poolbench_data.pairs.tools import tool_pairs
     from poolbench_data.protocol.parsing import parse_action
 
     root, _ = sampled
@@ -261,7 +261,7 @@ def test_at_the_cap_the_action_is_chosen_over_another_call(sampled, tmp_path, po
 def test_at_the_cap_after_a_blocked_report_the_action_is_chosen_over_a_call(sampled, pairs):
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.tool_pairs import tool_pairs
+    from poolbench_data.pairs.tools import tool_pairs
     from poolbench_data.protocol.parsing import parse_action
 
     root, out = sampled
@@ -291,9 +291,9 @@ def test_at_the_cap_after_a_blocked_report_the_action_is_chosen_over_a_call(samp
 def test_a_thread_that_answered_at_the_cap_keeps_its_own_conversation(sampled, tmp_path):
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.pairs import fine_score
-    from poolbench_data.prefs.tool_pairs import tool_pairs
-    from poolbench_data.prefs.tool_sft import cap_answer
+    from poolbench_data.pairs.text import fine_score
+    from poolbench_data.pairs.tools import tool_pairs
+    from poolbench_data.demos.tools import cap_answer
 
     root, _ = sampled
     scenarios = read_rows(root, "scenarios", "train")
@@ -443,9 +443,9 @@ def test_dpo_recipe_trains_on_the_model_turn_only(pairs, sampled, datasets_cache
 def test_the_builder_trims_call_against_answer_pairs_to_the_dpo_checks_share(sampled):
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE, turn_kinds
-    from poolbench_data.prefs.tool_kinds import balance_kinds
-    from poolbench_data.prefs.tool_pairs import tool_pairs
+    from poolbench_data.checks.pairs import MAX_TURN_KIND_SHARE, turn_kinds
+    from poolbench_data.pairs.turn_kinds import balance_kinds
+    from poolbench_data.pairs.tools import tool_pairs
 
     root, out = sampled
     scenarios = read_rows(root, "scenarios", "train")
@@ -467,7 +467,7 @@ def test_robust_scores_average_the_physics_over_the_jitter_grid(sampled):
     from poolbench_data.core.vocab import V0_RANGE
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.play import play_shot
-    from poolbench_data.prefs.robust import AIM_JITTER, SPEED_JITTER, jittered, robust_score
+    from poolbench_data.pairs.noise import AIM_JITTER, SPEED_JITTER, jittered, robust_score
 
     shot = Shot(phi=359.95, V0=8.0, b=0.25, target_ball="3", target_pocket="lb")
     grid = jittered(shot)
@@ -487,11 +487,11 @@ def test_robust_scores_average_the_physics_over_the_jitter_grid(sampled):
 
 
 def test_robust_pairs_keep_only_choices_better_on_average(sampled, monkeypatch, capsys):
-    import poolbench_data.prefs.tool_pairs as tp
+    import poolbench_data.pairs.tools as tp
     from poolbench_data.hub.folder import read_rows
-    from poolbench_data.prefs.tool_kinds import balance_kinds
+    from poolbench_data.pairs.turn_kinds import balance_kinds
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.robust import MIN_MARGIN
+    from poolbench_data.pairs.noise import MIN_MARGIN
 
     root, out = sampled
     scenarios = read_rows(root, "scenarios", "train")
@@ -519,8 +519,8 @@ def test_robust_pairs_keep_only_choices_better_on_average(sampled, monkeypatch, 
 def test_same_kind_leaves_out_on_policy_calls_set_against_answers(sampled, capsys):
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.tool_kinds import balance_kinds, same_kind
-    from poolbench_data.prefs.tool_pairs import ANSWER, RECOVERY, SOURCE, tool_pairs
+    from poolbench_data.pairs.turn_kinds import balance_kinds, same_kind
+    from poolbench_data.pairs.tools import ANSWER, RECOVERY, SOURCE, tool_pairs
 
     root, out = sampled
     row = read_rows(root, "scenarios", "train")[0]
@@ -545,7 +545,7 @@ def test_same_kind_leaves_out_on_policy_calls_set_against_answers(sampled, capsy
 
 
 def test_with_speed_rewrites_only_the_cue_speed():
-    from poolbench_data.prefs.tool_speed import with_speed
+    from poolbench_data.pairs.speed import with_speed
 
     answer = '{"target_ball": "2", "target_pocket": [0.1, 0.2], "aim_angle_deg": 348.1, "cue_speed": 8.0}'
     assert json.loads(with_speed(answer, 5.0)) == {**json.loads(answer), "cue_speed": 5.0}
@@ -557,10 +557,10 @@ def _speed(p: dict, side: str) -> float:
 
 
 def test_speed_pairs_hold_the_answer_and_let_the_physics_pick_the_speed(sampled, monkeypatch):
-    import poolbench_data.prefs.tool_speed as ts
+    import poolbench_data.pairs.speed as ts
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
-    from poolbench_data.prefs.robust import MIN_MARGIN
+    from poolbench_data.pairs.noise import MIN_MARGIN
 
     root, out = sampled
     scenarios = read_rows(root, "scenarios", "train")[:2]
@@ -595,7 +595,7 @@ def test_speed_pairs_hold_the_answer_and_let_the_physics_pick_the_speed(sampled,
 
 
 def test_speed_pairs_from_worker_processes_are_the_same_pairs_in_the_same_order(sampled, capsys):
-    import poolbench_data.prefs.tool_speed as ts
+    import poolbench_data.pairs.speed as ts
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
 
@@ -612,7 +612,7 @@ def test_speed_pairs_from_worker_processes_are_the_same_pairs_in_the_same_order(
 
 
 def test_builder_writes_speed_pairs_beside_the_others(sampled, monkeypatch, capsys):
-    import poolbench_data.prefs.tool_speed as ts
+    import poolbench_data.pairs.speed as ts
     from poolbench_data.hub.folder import read_rows
 
     root, out = sampled
@@ -648,8 +648,8 @@ def _kicked_at_the_cap(row: dict, speed: float = 5.0) -> tuple[dict, dict] | Non
     """A thread on `row` that calls the own balls listed to the cap, every report closed, then writes the last
     report's kick at `speed`, and its trace; None where a report is open or the last shows no kick."""
     from poolbench_data.llm.tools import call_of
-    from poolbench_data.prefs.tool_pairs import _played_row
-    from poolbench_data.prefs.tool_sft import listed_own
+    from poolbench_data.pairs.tools import _played_row
+    from poolbench_data.demos.tools import listed_own
 
     s = Scenario.from_row(row)
     listed = listed_own(s)[:MAX_CALLS]
@@ -668,7 +668,7 @@ def _kicked_at_the_cap(row: dict, speed: float = 5.0) -> tuple[dict, dict] | Non
 
 
 def test_cap_speed_pairs_set_the_kick_at_the_cap_against_other_speeds(sampled, monkeypatch):
-    import poolbench_data.prefs.tool_speed as ts
+    import poolbench_data.pairs.speed as ts
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
 
@@ -700,8 +700,8 @@ def _called_twice(row: dict, final_speed: float | None = None) -> tuple[dict, di
     (at the first of 8, 10, 12, 5 m/s that pots legally, or at `final_speed`), and its trace; None where the
     board has no closed and open own ball or no such pot."""
     from poolbench_data.llm.tools import call_of
-    from poolbench_data.prefs.pairs import physics_score
-    from poolbench_data.prefs.tool_pairs import _played_row
+    from poolbench_data.pairs.text import physics_score
+    from poolbench_data.pairs.tools import _played_row
 
     s = Scenario.from_row(row)
     closed = [b.id for b in s.own() if not clear(tool_answer(s, b.id, None))]
@@ -725,10 +725,10 @@ def _called_twice(row: dict, final_speed: float | None = None) -> tuple[dict, di
 
 def test_call_again_pairs_prefer_the_further_call_where_calls_are_left(sampled):
     from poolbench_data.hub.folder import read_rows
-    from poolbench_data.prefs.pairs import fine_score, physics_score
-    from poolbench_data.prefs.tool_call_again import ANSWER_NOW, CALL_AGAIN, call_again_pairs
-    from poolbench_data.prefs.tool_pairs import _played_row
-    from poolbench_data.prefs.tool_sft import cap_answer
+    from poolbench_data.pairs.text import fine_score, physics_score
+    from poolbench_data.pairs.further_call import ANSWER_NOW, CALL_AGAIN, call_again_pairs
+    from poolbench_data.pairs.tools import _played_row
+    from poolbench_data.demos.tools import cap_answer
 
     root, _ = sampled
     made = 0
@@ -766,7 +766,7 @@ def _at_the_cap(row: dict) -> tuple[dict, dict]:
     """A thread on `row` that calls own balls to the cap, then calls once more (read as its action: no shot), and
     its trace."""
     from poolbench_data.llm.tools import call_of
-    from poolbench_data.prefs.tool_pairs import _played_row
+    from poolbench_data.pairs.tools import _played_row
 
     s = Scenario.from_row(row)
     own = [b.id for b in s.own()]
@@ -793,8 +793,8 @@ def _inputs(sampled) -> tuple[list, list, list]:
 def test_tool_pairs_never_have_a_side_whose_simulation_stopped_early(sampled, monkeypatch):
     """Every tool_pairs source that simulates a side (or, with `robust`, the grid around one) gives no pair once
     every simulation stops early; on-policy pairs, both sides the model's recorded rows, stay."""
-    from poolbench_data.prefs.robust import robust_score
-    from poolbench_data.prefs.tool_pairs import CAP_ANSWER, SOURCE, tool_pairs
+    from poolbench_data.pairs.noise import robust_score
+    from poolbench_data.pairs.tools import CAP_ANSWER, SOURCE, tool_pairs
 
     scenarios, threads, traces = _inputs(sampled)
 
@@ -813,9 +813,9 @@ def test_tool_pairs_never_have_a_side_whose_simulation_stopped_early(sampled, mo
 
 
 def test_at_cap_call_again_and_speed_pairs_never_have_a_side_whose_simulation_stopped_early(sampled, monkeypatch):
-    from poolbench_data.prefs.tool_call_again import call_again_pairs
-    from poolbench_data.prefs.tool_pairs import AT_CAP, tool_pairs
-    from poolbench_data.prefs.tool_speed import speed_pairs
+    from poolbench_data.pairs.further_call import call_again_pairs
+    from poolbench_data.pairs.tools import AT_CAP, tool_pairs
+    from poolbench_data.pairs.speed import speed_pairs
 
     scenarios, threads, traces = _inputs(sampled)
     twice = [(row, *two) for row in scenarios if (two := _called_twice(row)) is not None]

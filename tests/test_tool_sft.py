@@ -19,9 +19,9 @@ from poolbench_data.boards.splits import SplitLeakError
 from poolbench_data.core.records import Scenario, Shot
 from poolbench_data.llm.player import conversations
 from poolbench_data.llm.tools import MAX_CALLS, tool_calls, turn_result, with_tool_note
-from poolbench_data.prefs import check_sft
+from poolbench_data.checks import demos as check_sft
 from poolbench_data.players.baselines import ORACLE_SPEEDS
-from poolbench_data.prefs.tool_sft import (NO_POT_SHARE, DemonstrationError, clear, played, tool_demo,
+from poolbench_data.demos.tools import (NO_POT_SHARE, DemonstrationError, clear, played, tool_demo,
                                            tool_sft_rows, verify_tool_row)
 from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import format_action
@@ -175,7 +175,7 @@ def test_same_seed_same_rows_and_the_seed_moves_the_mistakes(scenario_rows):
 
 
 def test_the_blocked_share_sets_how_many_demonstrations_call_again(folder, scenario_rows, capsys):
-    from poolbench_data.prefs.tool_sft import RETRY_BLOCKED_SHARE
+    from poolbench_data.demos.tools import RETRY_BLOCKED_SHARE
 
     build_sft = _load("builders/build_sft")
     assert build_sft.ScriptArguments().retry_blocked_share == RETRY_BLOCKED_SHARE  # one default
@@ -193,7 +193,7 @@ def test_the_blocked_share_sets_how_many_demonstrations_call_again(folder, scena
 
 def test_listed_demonstrations_call_own_balls_in_the_prompts_order_until_one_is_open(scenario_rows):
     from poolbench_data.llm.tools import ball_report
-    from poolbench_data.prefs.tool_sft import listed_demo, listed_own
+    from poolbench_data.demos.tools import listed_demo, listed_own
     from poolbench_data.protocol.prompts import messages
 
     kinds = set()
@@ -321,7 +321,7 @@ def stop_every_simulation(monkeypatch) -> None:
 
 
 def test_no_demonstration_comes_from_a_simulation_that_stopped_early(rows, scenario_rows, monkeypatch):
-    from poolbench_data.prefs.tool_sft import DEMO_ORDERS, cap_answer, find_pot
+    from poolbench_data.demos.tools import DEMO_ORDERS, cap_answer, find_pot
 
     some = scenario_rows[:3]
     oracles = [(Scenario.from_row(r), Shot.from_row(r["oracle_shot"])) for r in some if r.get("oracle_shot")]
@@ -470,7 +470,7 @@ def test_tool_sft_trains_one_step(sft, folder, tmp_path):
 
 def test_a_board_without_a_pot_can_teach_the_action_at_the_cap():
     from poolbench_data.boards.generate import generate_scenario
-    from poolbench_data.prefs.tool_sft import find_pot
+    from poolbench_data.demos.tools import find_pot
 
     boards = [generate_scenario("indirect", 100 + i, f"pb1-{i:06d}") for i in range(6)]
     boards = [s for s in boards if find_pot(s) is None]

@@ -87,7 +87,7 @@ def test_a_report_with_nothing_open_adds_a_one_cushion_kick():
     from poolbench_data.boards.generate import generate_scenario
     from poolbench_data.core.kicks import kick_candidates
     from poolbench_data.core.records import Shot
-    from poolbench_data.prefs.tool_sft import played
+    from poolbench_data.demos.tools import played
     from poolbench_data.protocol.prompts import format_action
 
     indirect = [generate_scenario("indirect", 200 + i, f"pb1-{i:06d}") for i in range(8)]

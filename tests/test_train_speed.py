@@ -3,7 +3,7 @@
 The reference: the model's own forward with the full `(batch, seq, vocab)`
 logits, `log_softmax`, the label token's log-probability at each position
 whose label is not -100. The fast path: TRL's fused LM head, restricted to the
-labelled positions (`poolbench_data.training.speed.use_compact_lm_head`), as the
+labelled positions (`poolbench_data.finetune.speed.use_compact_lm_head`), as the
 training scripts run it, DPO's reference log-probs precomputed in the
 trainer's set-up, and each DPO pair's shared prompt run once
 (`share_prompt_prefix`). Stated tolerance, fp32 on the tiny model: the mean SFT loss
@@ -23,7 +23,7 @@ pytest.importorskip("peft")
 
 import torch  # noqa: E402
 
-from poolbench_data.training import speed  # noqa: E402
+from poolbench_data.finetune import speed  # noqa: E402
 import test_dpo  # noqa: E402  (its folder builders and its loaded training/dpo.py)
 import test_sft  # noqa: E402
 from tiny_model import build_tiny_model  # noqa: E402

@@ -3,11 +3,11 @@
     python training/dpo.py --config training/recipes/smollm2-135m-cpu.yaml
     python training/dpo.py --config training/recipes/smollm2-135m-cpu.yaml --max_steps 5 --output_dir runs/try
 
-Beyond what every training script adds (poolbench_data/training/trainer.py: recipe and flags, seed first,
+Beyond what every training script adds (poolbench_data/finetune/trainer.py: recipe and flags, seed first,
 LoRA by default, the model and the leak checks before anything loads, resuming, adapter/ and merged/):
 - with LoRA the reference model is the base with the adapter disabled (or, from
   an SFT LoRA, a frozen copy of it), so only one copy of the model is loaded;
-- the pairs are validated (`poolbench_data.prefs.check.check_pairs`) before the
+- the pairs are validated (`poolbench_data.checks.pairs.check_pairs`) before the
   model is loaded, so a malformed dataset fails in seconds with the row and fix,
   and a set whose call-vs-answer pairs mostly choose one turn kind is refused
   (`max_turn_kind_share`);
@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 
 from trl import DPOConfig, TrlParser
 
-from poolbench_data.prefs.check import MAX_TURN_KIND_SHARE
-from poolbench_data.training.common import (
+from poolbench_data.checks.pairs import MAX_TURN_KIND_SHARE
+from poolbench_data.finetune.common import (
     LoraModelConfig, RunResult, TrainScriptArguments, command_line, load_checked_splits, model_and_tokenizer,
     run_script, share_prompt_prefix, usage_errors,
 )
-from poolbench_data.training.trainer import build_trainer, fit
+from poolbench_data.finetune.trainer import build_trainer, fit
 
 logger = logging.getLogger("poolbench.dpo")
 
@@ -45,7 +45,7 @@ class DPOScriptArguments(TrainScriptArguments):
     share_prompt: bool = field(
         default=True, metadata={"help": "Run each pair's shared prompt through the model once, not once for chosen "
                                 "and once for rejected (same numbers, about half the FLOPs: "
-                                "poolbench_data.training.speed.share_prompt_prefix). Needs gradient_checkpointing "
+                                "poolbench_data.finetune.speed.share_prompt_prefix). Needs gradient_checkpointing "
                                 "false."}
     )
     max_turn_kind_share: float = field(
@@ -78,7 +78,7 @@ def make_trainer(script_args: DPOScriptArguments, training_args: DPOConfig, mode
     """Everything up to a ready DPOTrainer, checks first: (trainer, tokenizer, {seconds, kept})."""
     from trl import DPOTrainer
 
-    from poolbench_data.prefs.check import check_pairs, check_turn_kinds
+    from poolbench_data.checks.pairs import check_pairs, check_turn_kinds
 
     # Data first: a malformed or leaking dataset should fail before minutes of model loading.
     train_dataset, eval_dataset = load_checked_splits(script_args, training_args, check_pairs)

@@ -5,12 +5,12 @@
 
 The data is the dataset's `scenarios` config (the boards): its `prompt` column
 is the conversation the model answers, and its board columns (id, category,
-seed, cue_ball, balls) let `poolbench_data.prefs.reward.physics_reward` rebuild
+seed, cue_ball, balls) let `poolbench_data.rl.reward.physics_reward` rebuild
 each board and simulate every sampled completion: 0 unparseable, 1 foul,
 2 legal contact, 3 legal pot (the evaluator's parser and scoring). No pairs,
 no reference answers: the simulator is the reward.
 
-Beyond what every training script adds (poolbench_data/training/trainer.py: recipe and flags, seed first,
+Beyond what every training script adds (poolbench_data/finetune/trainer.py: recipe and flags, seed first,
 LoRA by default, the model and the leak checks before anything loads, resuming, adapter/ and merged/):
 - before the model is loaded: the columns the reward reads are checked, every
   board is rebuilt once (a malformed board would otherwise fail mid-run, after
@@ -18,7 +18,7 @@ LoRA by default, the model and the leak checks before anything loads, resuming, 
   prompt + max_completion_length fits the model's context (this TRL version
   neither truncates prompts nor warns);
 - `tool_env: true` plays with the ghost_ball tool through TRL's
-  `environment_factory` (`poolbench_data.prefs.env.PoolBenchEnv`);
+  `environment_factory` (`poolbench_data.rl.env.PoolBenchEnv`);
 - `spread_from`: only the train boards whose sampled answers (a `poolbench eval --tools --samples K` folder)
   scored differently; a board whose rollouts all score alike gives GRPO's within-board advantage nothing;
 - trainer_state.json logs rewards/physics_reward/mean per step.
@@ -33,14 +33,14 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig, TrlParser
 
-from poolbench_data.prefs.check import SCENARIO_COLUMNS, check_scenario_rows
-from poolbench_data.training.lengths import check_context
-from poolbench_data.training.templates import use_tool_template
-from poolbench_data.training.common import (
+from poolbench_data.checks.pairs import SCENARIO_COLUMNS, check_scenario_rows
+from poolbench_data.finetune.lengths import check_context
+from poolbench_data.finetune.templates import use_tool_template
+from poolbench_data.finetune.common import (
     LoraModelConfig, RunResult, TrainScriptArguments, command_line, load_checked_splits, model_and_tokenizer,
     run_script, usage_errors,
 )
-from poolbench_data.training.trainer import build_trainer, fit
+from poolbench_data.finetune.trainer import build_trainer, fit
 
 logger = logging.getLogger("poolbench.grpo")
 
@@ -98,9 +98,9 @@ def make_trainer(
     from trl import GRPOTrainer
 
     from poolbench_data.llm.tools import MAX_CALLS
-    from poolbench_data.prefs.env import PoolBenchEnv, tool_prompts, weighted_reward
-    from poolbench_data.prefs.reward import physics_reward
-    from poolbench_data.prefs.spread import only_spread
+    from poolbench_data.rl.env import PoolBenchEnv, tool_prompts, weighted_reward
+    from poolbench_data.rl.reward import physics_reward
+    from poolbench_data.rl.boards import only_spread
 
     if training_args.remove_unused_columns:
         # Trainer would keep only `prompt`, and physics_reward would fail after the first generation.

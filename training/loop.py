@@ -24,7 +24,7 @@ built is refused in one line: WORK_DIR/stamps records what built each):
 The tool track (--track tools; issue 20): the model chooses ball, pocket and
 speed and calls the ghost_ball tool for the angle.
     .venv/bin/python training/loop.py --track tools --eval_n 200 \
-        --results_json docs/results/pilot_tools_smollm2_cpu.json   # the pilot's flags: README.md, docs/training.md
+        --results_json docs/results/tool_track_smollm2_135m_cpu.json   # the full flags: docs/results.md#tool-track
   dataset    as above (the held-out set: --eval_n boards of seed 0)
   sft_data   builders/build_sft.py --tools: tool-use demonstrations (config sft_tools); --extra_sft_data_args
              passes more of the builder's flags (e.g. --tool_demo_order listed)
@@ -48,7 +48,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from poolbench_data.training.loop import main
+from poolbench_data.finetune.loop import main
 
 if __name__ == "__main__":
     sys.exit(main(root=Path(__file__).resolve().parents[1]))

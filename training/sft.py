@@ -13,7 +13,7 @@ action; the loss is on the model's turns only (`assistant_only_loss`, required
 for such rows, with a chat template that marks them: recipe
 sft-tools-smollm2-135m-cpu.yaml), never on the prompt or the tool's answers.
 
-Beyond what every training script adds (poolbench_data/training/trainer.py: recipe and flags, seed first,
+Beyond what every training script adds (poolbench_data/finetune/trainer.py: recipe and flags, seed first,
 LoRA by default, the model and the leak checks before anything loads, resuming, adapter/ and merged/):
 - before the model loads, the rows are validated (`check_sft_rows`) and every
   row is tokenized to find those that do not fit `max_length`; they are dropped,
@@ -32,16 +32,16 @@ from dataclasses import dataclass, field
 
 from trl import SFTConfig, TrlParser
 
-from poolbench_data.prefs.check import column_names
-from poolbench_data.prefs.check_sft import SFT_COLUMNS, TOOL_COLUMNS, check_sft_rows, is_tool_dataset
-from poolbench_data.training.common import (
+from poolbench_data.checks.pairs import column_names
+from poolbench_data.checks.demos import SFT_COLUMNS, TOOL_COLUMNS, check_sft_rows, is_tool_dataset
+from poolbench_data.finetune.common import (
     LoraModelConfig, RunResult, TrainScriptArguments, command_line, load_checked_splits, model_and_tokenizer,
     resolve_model_path, run_script, usage_errors,
 )
-from poolbench_data.training.lengths import LengthReport, fit_rows
-from poolbench_data.training.speed import train_rows_apart
-from poolbench_data.training.templates import check_tool_template
-from poolbench_data.training.trainer import build_trainer, fit
+from poolbench_data.finetune.lengths import LengthReport, fit_rows
+from poolbench_data.finetune.speed import train_rows_apart
+from poolbench_data.finetune.templates import check_tool_template
+from poolbench_data.finetune.trainer import build_trainer, fit
 
 logger = logging.getLogger("poolbench.sft")
 
@@ -63,7 +63,7 @@ class SFTScriptArguments(TrainScriptArguments):
         default=False, metadata={"help": "Run the prefix a batch's rows share (the system prompt) through the model "
                                  "once, not once a row, then each row's continuation and backward alone against it "
                                  "(same numbers; a batch of 4 shares it 4 ways at about one row's activation memory: "
-                                 "poolbench_data.training.speed.share_prompt_prefix, train_rows_apart). Needs "
+                                 "poolbench_data.finetune.speed.share_prompt_prefix, train_rows_apart). Needs "
                                  "gradient_checkpointing false; pays off with per_device_train_batch_size > 1."}
     )
 

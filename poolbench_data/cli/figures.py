@@ -1,7 +1,7 @@
 """`poolbench figures`: the figures of report/figures.py from a run's files.
 
     poolbench figures --eval_dir results/eval --out docs/figures       # Table-1 bars, a model-vs-Oracle board
-    poolbench figures --pilot_json docs/results/pilot_tools_smollm2_cpu.json \\
+    poolbench figures --pilot_json docs/results/tool_track_smollm2_135m_cpu.json \\
         --trainer_state sft=runs/loop-tools/sft/trainer_state.json,dpo=runs/loop-tools/dpo/trainer_state.json
 """
 

@@ -46,7 +46,7 @@ def features(config: str):
     if config in ("pairs", "pairs_tools"):
         side = {"score": f64, "parse_status": s, **{k: v for k, v in outcome.items() if k != "foul_reasons"}}
         # pairs_tools: the pair is the model turn `turn` (0-based) where the two threads' choices part.
-        # chosen_robust, rejected_robust: prefs.robust.robust_score of each side where the pair was ranked by it.
+        # chosen_robust, rejected_robust: pairs.noise.robust_score of each side where the pair was ranked by it.
         at = {"turn": i64, "chosen_decision": s, "rejected_decision": s, "chosen_robust": f64,
               "rejected_robust": f64} if config == "pairs_tools" else {}
         return Features({

@@ -70,7 +70,7 @@ TOOL_NOTE = (
 # pairs refuse threads of another version. A v2 that left out closed shots' aims while calls were left was measured
 # and dropped: tool SFT's legal contacts 148 -> 153, but DPO's clean pots 111 -> 100 (docs/training.md). v3: a
 # ball's report with nothing open adds a one-cushion kick; on the 38 of 200 held-out boards with no open own shot,
-# the first own ball's kick is a legal contact on 29 at the best Oracle speed (benchmarks/bench_tool_choices.py;
+# the first own ball's kick is a legal contact on 29 at the best Oracle speed (analysis/tool_reach.py;
 # the centre Heuristic: none on the 32 indirect ones), and tool SFT's legal contacts rose 155 -> 177.
 TOOL_VERSION = "ghost_ball-v3"
 UNRECORDED_VERSION = "ghost_ball-v1"  # what threads and results.json from before the field played with
@@ -212,7 +212,7 @@ class ToolThread:
 
     def to_row(self, scenario_id: str, player: str) -> dict:
         # `turns` + `final_response` are every word the model wrote: preference pairs rebuild the
-        # conversation from them (prefs.tool_pairs).
+        # conversation from them (pairs.tools).
         return {"scenario_id": scenario_id, "player": player, "sample": self.sample, "calls": self.calls,
                 "turns": self.turns, "final_response": self.text, "request_failed": self.failure is not None,
                 "tool_version": TOOL_VERSION}

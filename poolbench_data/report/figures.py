@@ -246,7 +246,7 @@ PILOT_BLOCKS = (("random", "Random"), ("heuristic_centre", "Heuristic (centre)")
 
 def before_after_figure(pilot: Mapping, path: Path,
                         metrics: Sequence[str] = ("legal_contact", "own_potted", "clean_pot")) -> Path:
-    """A pilot's results JSON (docs/results/pilot_tools_*.json) as bars: baselines, SFT, then each
+    """A pilot's results JSON (docs/results/tool_track_*.json) as bars: baselines, SFT, then each
     preference stage, on the same boards."""
     fig, axes = _figure(1, 7.5, 3.6)
     _bars(axes[0][0], [METRIC_LABELS[m] for m in metrics], pilot_series(pilot, metrics),

@@ -1,5 +1,5 @@
 """The training loop's numbers: per-player counts from an evaluation's traces, exact McNemar between two
-evaluations of the same shots, the supervised-budget table, and the pilot JSONs (docs/results/pilot_*.json)."""
+evaluations of the same shots, the supervised-budget table, and the results JSONs (docs/results/, README.md there)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def player_stats(rows: list[dict]) -> dict:
 
 
 def pilot_result(work: Path, after_label: str, sft_rows_available: int | None) -> dict:
-    """Before/after of the loop in the shape docs/results/pilot_*.json keeps."""
+    """Before/after of the loop in the shape of docs/results/free_text_sft_50_boards.json."""
     before, after = (load_traces(work / name / "llm_traces.jsonl") for name in ("before", "after"))
     p = mcnemar_ps(before, after, {"legal_contact": lambda r: bool(r["legal_contact"]),
                                    "own_potted": lambda r: bool(r["own_potted"]),
@@ -134,7 +134,7 @@ def speeds_by_calls(rows: list[dict], threads: list[dict]) -> dict[str, dict[str
 
 
 def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
-    """The tool track's numbers in the shape of docs/results/pilot_tools_smollm2_cpu.json (issue 20); a stage
+    """The tool track's numbers in the shape of docs/results/tool_track_smollm2_135m_cpu.json (issue 20); a stage
     that did not run is null, never a zero. `available`: rows of the dataset's sft_tools and pairs_tools configs
     (None: not built)."""
     sft = load_traces(work / "sft" / "llm_traces.jsonl")
