@@ -1,6 +1,6 @@
 """The documentation cannot drift from the code.
 
-- Every command in a fenced shell block of README.md and docs/*.md that calls an entry point (`poolbench ...`,
+- Every command in a fenced shell block of README.md and docs/**/*.md that calls an entry point (`poolbench ...`,
   a script under builders/, training/, benchmarks/ or analysis/, `lm_eval`, `inspect eval`) is handed to that
   entry point's own parser (tests/entry_parsers.py builds them as the entry points do; lm-eval's from its
   HarnessCLI): an unknown or abbreviated flag, a value of the wrong type or not a choice, a subcommand or
@@ -27,7 +27,7 @@ import pytest
 
 from entry_parsers import REPO, is_trl_script, load_script, poolbench_parsers, script_parser
 
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]  # docs/results/README.md too
 SHELL = {"", "bash", "sh", "shell", "console"}  # an untagged block is read as shell too; outputs are `text`
 SCRIPT_DIRS = ("builders", "training", "benchmarks", "analysis")
 WRAPPERS = {"time": 0, "env": 0, "nohup": 0, "flock": 1, "timeout": 1}  # a prefix and the words it takes
