@@ -28,26 +28,25 @@ class ScriptArguments(PushArguments):
     tool_eval_dir: str = field(default="", metadata={"help": "Report folder (--out) of `poolbench eval --tools "
                                "--samples K` on this split's boards: build the `pairs_tools` config from its "
                                "tool_calls.jsonl and llm_traces.jsonl instead of `pairs` (--sources is not used)."})
-    # All four by default: on-policy pairs alone (and with at-cap) lowered clean pots; with the recovery and
-    # answer pairs, which say when to call, DPO raised them (docs/training.md, sixth session).
+    # All four by default: on-policy pairs alone (and with at-cap) lower clean pots; the recovery and answer pairs
+    # say when to call. The tool-track command names its own sources (docs/results.md#the-preference-pairs).
     tool_sources: str = field(default="tool-on-policy,tool-at-cap,tool-recovery,tool-answer", metadata={
         "help": "With --tool_eval_dir: comma-separated tool pair sources (tool-on-policy: every two samples of a "
-                "board that score differently, both sides the model's own; tool-at-cap: where the model called "
-                "again with no calls left, the action on a called shot against that call; tool-recovery: a call "
-                "for the board's open shot against an answer after a tool answer that was not open; tool-answer, "
-                "its mirror: the model's potting answer after an open tool answer against a further call; "
-                "tool-cap-answer (not a default: being measured): at the cap after a blocked report, the action "
-                "against a further call, the conversation continued with blocked calls to the cap where calls "
-                "were left; tool-speed (not a default: being measured): the model's final answer against the same "
-                "answer at another cue speed, the one that plays better on average over small aim and speed "
-                "errors chosen (pairs.speed; 9 simulations a speed); tool-cap-speed (not a default: to be "
-                "measured): the same for the answers at the call cap after a closed report, most of them kicks; "
-                "tool-call-again (not a default: being "
-                "measured): after a report with no open shot and calls left, the model's own further call in a "
-                "thread that then potted, against the action the at-cap demonstrations write there. With "
-                "both of those two, each keeps as many pairs as the other; whatever the sources, the "
-                "call-against-answer pairs are trimmed to prefer either kind at most 3 times in 4: "
-                "docs/training.md)."})
+                "board that score differently, both sides the model's own; tool-at-cap: where the model called again "
+                "with no calls left, the action on a called shot against that call; tool-recovery: a call for the "
+                "board's open shot against an answer after a tool answer that was not open; tool-answer, its mirror: "
+                "the model's potting answer after an open tool answer against a further call; tool-cap-answer (not a "
+                "default: DPO with it pots fewer): at the cap after a blocked report, the action against a further "
+                "call, the conversation continued with blocked calls to the cap where calls were left; tool-speed "
+                "(not a default; the tool-track command adds it): the model's final answer against the same answer at"
+                " another cue speed, the one that plays better on average over small aim and speed errors chosen "
+                "(pairs.speed; 9 simulations a speed); tool-cap-speed (not a default: "
+                "docs/results.md#preference-stages-from-the-same-tool-sft): the same for the answers at the call cap "
+                "after a closed report, most of them kicks; tool-call-again (not a default; the tool-track command "
+                "adds it): after a report with no open shot and calls left, the model's own further call in a thread "
+                "that then potted, against the action the at-cap demonstrations write there. With both of those two, "
+                "each keeps as many pairs as the other; whatever the sources, the call-against-answer pairs are "
+                "trimmed to prefer either kind at most 3 times in 4: docs/results.md#the-preference-pairs)."})
     tool_min_level_gap: int = field(default=0, metadata={
         "help": "With --tool_eval_dir: keep only tool-on-policy pairs whose sides' physics levels (foul, legal "
                 "contact, legal pot) differ by at least this much (1: never two fouls or two pots ranked by the "
@@ -59,7 +58,8 @@ class ScriptArguments(PushArguments):
     tool_speeds: str = field(default="4,5,6,7,8,10,12", metadata={
         "help": "With --tool_sources tool-speed or tool-cap-speed: comma-separated cue speeds (m/s, within 2-12) "
                 "the model's answer is set against, one drawn per answer among those that play robustly "
-                "differently (5 alone: the best single speed on train boards, docs/benchmarks.md)."})
+                "differently (speed decides where the cue ball runs after the pot: "
+                "docs/results.md#what-the-tool-lets-a-player-reach)."})
     tool_same_kind: bool = field(default=False, metadata={
         "help": "With --tool_eval_dir: leave out tool-on-policy pairs that set a call against an answer (the "
                 "call's side is scored by one sampled continuation); the recovery and answer-now sources still "
@@ -177,7 +177,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
     turns = {k: sum(p["turn"] == k for p in pairs) for k in sorted({p["turn"] for p in pairs})}
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}
     # A set whose chosen side is always a call (or always an answer) teaches the turn type, not the condition:
-    # the recovery source alone made a model that never answered (docs/training.md).
+    # the recovery source alone makes a model that never answers (docs/results.md#the-preference-pairs).
     kinds = {side: {k: sum(p[f"{side}_decision"].startswith(k) for p in pairs) for k in ("call", "answer")}
              for side in ("chosen", "rejected")}
     trimmed = (f", {n} on-policy calls against answers left out" if (n := len(found) + len(again) - len(kept))

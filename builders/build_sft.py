@@ -30,8 +30,8 @@ class ScriptArguments(PushArguments):
                                                    "tool demonstrations (--tools)."})
     retry_blocked_share: float = field(default=0.45, metadata={
         "help": "With --tools: the share of boards (of those with an own ball the tool reports blocked) whose "
-                "demonstration first calls for a blocked shot, then calls again (the turn the tool-SFT model "
-                "most often skips: it answered after a blocked report; docs/training.md)."})
+                "demonstration first calls for a blocked shot, then calls again (with fewer, the tool-SFT model "
+                "answers after a blocked report: docs/results.md#the-demonstrations)."})
     tool_demo_order: str = field(default="oracle", metadata={
         "help": "With --tools: `oracle` (the Oracle's ball and pocket first, then the geometry candidates, with "
                 "mistaken calls shown and recovered) or `listed` (own balls called in the prompt's order until a "
@@ -40,12 +40,12 @@ class ScriptArguments(PushArguments):
     tool_demo_speeds: str = field(default="", metadata={
         "help": "With --tools: comma-separated cue speeds (m/s, within 2-12) a demonstration tries, in order; the "
                 "first that plays best is written. Empty: the Oracle's speeds, 8,10,12. 5,8,10,12: the first open "
-                "shot pots cleanly more often at 5 m/s than at 8 on train boards (docs/benchmarks.md)."})
+                "shot pots cleanly more often at 5 m/s than at 8 (docs/results.md#the-demonstrations)."})
     at_cap_no_pot_share: float = field(default=1.0, metadata={
         "help": "With --tools: the share of boards without a tool-derived pot (and with 3 own balls the tool "
                 "reports closed, or fewer but all of them) whose demonstration calls for them, then writes the "
                 "action (a kick where one plays best) at the call cap or after the last own ball (the turn the "
-                "tool-SFT model trained two epochs skipped with a fourth call; docs/training.md)."})
+                "tool-SFT model writes a fourth call there without them: docs/results.md#the-demonstrations)."})
 
 
 def build(args: ScriptArguments) -> None:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv/ with poolbench-data and every extra, from the committed lock:
-# the environment the golden traces and benchmarks were made with. Idempotent.
+# the environment of the golden traces and benchmarks. Idempotent.
 #   bash scripts/setup.sh               # install (GPU lock when nvidia-smi exists, else CPU)
 #   bash scripts/setup.sh --print_lock  # name the lock this machine gets, install nothing
 # Why uv and not pip: pooltool-billiards 0.6.0 cannot be resolved by plain pip

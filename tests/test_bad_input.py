@@ -166,8 +166,8 @@ def test_simulate_never_raises_for_any_shot(phi, V0, a, b, theta, target):
 
 # --- 2. streaming: the first board of a huge run comes at once ----------------
 
-def _old_category_sequence(n):
-    """The list-building apportionment as it was: the reference sequence."""
+def _listed_category_sequence(n):
+    """The apportionment built as one whole list: the reference the streamed sequence must equal."""
     from poolbench_data.boards.generate import PAPER_COUNTS
     from poolbench_data.core.records import CATEGORIES
 
@@ -185,11 +185,11 @@ def test_streamed_categories_equal_the_list_element_for_element():
 
     from poolbench_data.boards.generate import category_sequence, iter_categories
 
-    old = _old_category_sequence(5000)
-    assert list(islice(iter_categories(), 5000)) == old
-    assert category_sequence(5000) == old
+    listed = _listed_category_sequence(5000)
+    assert list(islice(iter_categories(), 5000)) == listed
+    assert category_sequence(5000) == listed
     for start in list(range(0, 400)) + [999, 1000, 1001, 2345, 4321, 4950]:
-        assert list(islice(iter_categories(start), 50)) == old[start:start + 50], start
+        assert list(islice(iter_categories(start), 50)) == listed[start:start + 50], start
 
 
 def test_a_late_start_skips_without_walking_the_sequence():
@@ -202,7 +202,7 @@ def test_a_late_start_skips_without_walking_the_sequence():
         next(ref)
     assert list(islice(iter_categories(200_000), 100)) == list(islice(ref, 100))
     t0 = time.perf_counter()
-    assert next(iter_categories(10**15)) in dict.fromkeys(_old_category_sequence(7))
+    assert next(iter_categories(10**15)) in dict.fromkeys(_listed_category_sequence(7))
     assert time.perf_counter() - t0 < 1.0
 
 
@@ -342,7 +342,7 @@ def test_workers_and_resource_tracker_die_with_a_killed_parent():
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_local_ray_instance_dies_with_a_killed_driver():
-    # Ray's raylet followed a SIGKILLed driver, but its agents lived on for about a minute (issue 22).
+    # Ray's raylet follows a SIGKILLed driver, but its agents live on for about a minute unless the reaper ends them.
     pytest.importorskip("ray")
     proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "baseline", "--n", "200", "--workers", "2",
                              "--executor", "ray", "--out", "", "--quiet"], cwd=ROOT, start_new_session=True,
@@ -378,7 +378,7 @@ def _descendants(pid) -> dict:
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_terminated_eval_shuts_the_vllm_engine_down(tmp_path):
-    # SIGTERM (a scheduler's stop) used to end the CLI at once and leave vLLM's EngineCore and Worker running.
+    # SIGTERM (a scheduler's stop) must end vLLM's EngineCore and Worker with the CLI, not leave them running.
     # Its temp folder: short, as a socket's path must be (the engine's socket folder is made there).
     temp = Path(tempfile.mkdtemp(prefix="pb-"))
     proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "eval", "--n", "50", "--baselines", "random",

@@ -1,5 +1,6 @@
 """analysis/choice_rules.py: rules that choose a shot and a speed from what the tool's reports show, fitted
-on some boards and counted on others, beside the simulated ceilings (docs/benchmarks.md)."""
+on some boards and counted on others, beside the simulated ceilings
+(docs/results.md#choice-rules-over-what-the-tool-shows)."""
 
 from __future__ import annotations
 

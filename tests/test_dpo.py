@@ -99,7 +99,7 @@ def write_pairs(folder: Path, rows: list[dict]) -> Path:
 @pytest.fixture(scope="module", autouse=True)
 def fresh_datasets_cache(tmp_path_factory):
     """`datasets` caches a local folder under its name and card, not its files'
-    contents: a folder named `poolbench` with the same card, built by an earlier
+    contents: a folder named `poolbench` with the same card, built by another
     run, would be read back from that cache. An empty cache per module makes
     every load (here and in training/dpo.py) read the parquet built here."""
     import datasets
@@ -324,7 +324,7 @@ def test_script_refuses_evaluation_board_pairs_before_loading_the_model(pairs_fo
 
 
 def test_a_dataset_name_that_is_no_folder_here_is_never_read_from_a_cache(pairs_folder, tmp_path, monkeypatch):
-    # datasets would resolve "poolbench" to a cached copy of an earlier build; the script refuses it.
+    # datasets would resolve "poolbench" to a cached copy of another build; the script refuses it.
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs").mkdir()
     for name in ("poolbench", "./poolbench", "runs/poolbench", "a/b/c", str(tmp_path / "missing")):

@@ -23,9 +23,9 @@ def test_eval_embedded_model_structured_appends_traces(dataset, tmp_path, capsys
 
     out = tmp_path / "eval"
     # One worked example, 64 tokens, 4 samples: zero-shot with 48 tokens the 135M
-    # model's schema-valid JSON named balls "ball_1" or "1.0668m" or was cut off
-    # mid-object, 0 of 6 answers parsed; with these settings 4 of 8 did
-    # (measured with the default --gen_seed).
+    # model's schema-valid JSON names balls "ball_1" or "1.0668m" or is cut off
+    # mid-object and none parses; with these settings about half do (at the
+    # default --gen_seed).
     args = ["eval", "--n", "2", "--samples", "4", "--few_shot", "1", "--max_tokens", "64", "--structured",
             "--out", str(out), "--boards", "1", "--max_model_len", "4096", "--dataset_dir", str(dataset),
             "--name", "smol", "--quiet", "--output_path", str(tmp_path / "lm-eval"), "--log_samples"]

@@ -105,7 +105,7 @@ def test_rounding_ablation_reports_each_setting_and_ten_decimals_change_nothing(
 
 
 def test_output_path_alone_puts_the_whole_run_there(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # the old default, results/eval, would land here
+    monkeypatch.chdir(tmp_path)  # results/eval, the default without --output_path, would land here
     boards = generate(2)
     responses = tmp_path / "stored.jsonl"
     responses.write_text("".join(json.dumps({"player": "m", "player_kind": "llm", "scenario_id": s.id, "sample": 0,

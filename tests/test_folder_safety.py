@@ -130,8 +130,8 @@ def test_a_file_at_dataset_dir_is_refused_by_pairs_and_eval(tmp_path, capsys):
     assert out.read_text() == "precious" and leftovers(out) == [] and not (tmp_path / "eval").exists()
 
 
-def test_a_file_hidden_by_an_earlier_version_is_named_never_deleted(tmp_path, capsys):
-    """Earlier versions moved a file at --output_dir to .NAME.old on --overwrite."""
+def test_a_file_at_the_dot_old_path_is_named_never_deleted(tmp_path, capsys):
+    """A file at .NAME.old (older versions move a file at --output_dir there on --overwrite) is named, kept."""
     hidden = tmp_path / ".poolbench.old"
     hidden.write_text("precious")
     rc = builder("build_dataset").main(["--output_dir", str(tmp_path / "poolbench"), "--eval_n", "1",
@@ -269,15 +269,15 @@ def test_a_kill_at_every_step_of_the_swap_loses_nothing(small, tmp_path, capsys)
         assert snapshot(out) == (before if k == 0 else after), k
         assert leftovers(out) == [], k
     assert "finishing the swap a killed run left" in capsys.readouterr().err
-    # Three renames, the old folder's three files and three folders, the lock file: every one was a kill point.
+    # Three renames, the old folder's three files and three folders, the lock file: every one is a kill point.
     assert len(kills) == 10
     recovered = load_dataset(str(cases / "2" / "poolbench"), "pairs", split="train")
     assert [r["scenario_id"] for r in recovered] == ["pb1-000000", "pb1-000001", "pb1-000002"]
 
 
-def test_an_earlier_versions_interrupted_swap_is_restored_and_its_staging_kept(small, tmp_path, capsys):
-    """Earlier versions renamed NAME -> .NAME.old, then .NAME.staging -> NAME; killed in between,
-    no folder was left, and the advised rebuild deleted both hidden copies."""
+def test_an_interrupted_two_rename_swap_is_restored_and_its_staging_kept(small, tmp_path, capsys):
+    """The two-rename swap of older versions (NAME -> .NAME.old, then .NAME.staging -> NAME), killed in
+    between, leaves no folder: it is restored, and the staging folder is kept, never deleted."""
     import shutil
 
     before = snapshot(small)
@@ -293,7 +293,7 @@ def test_an_earlier_versions_interrupted_swap_is_restored_and_its_staging_kept(s
 
 
 def test_a_build_killed_while_staging_leaves_the_folder_and_is_cleaned_next_run(small, tmp_path):
-    """A dead run's own staging folder was never complete: the next run removes it, nothing else."""
+    """A dead run's own staging folder is never complete: the next run removes it, nothing else."""
     before = snapshot(small)
     stale = tmp_path / ".poolbench.staging-999999-deadbeef"
     stale.mkdir()
@@ -391,7 +391,7 @@ def test_a_terminated_build_removes_its_staging_folder_at_once(tmp_path):
         proc.send_signal(signal.SIGTERM)
         # Seconds on an idle machine (9.7 s for the whole test). A SIGTERM landing in numba's compiler (a ctypes
         # callback, where the handler's exit is printed and dropped) ends the build at the next board instead: a
-        # minute with a cold numba cache on a busy machine. In CI it once went on building (no re-check then).
+        # minute with a cold numba cache on a busy machine; without the re-check it would go on building.
         try:
             rc = proc.wait(timeout=240)
         except subprocess.TimeoutExpired:

@@ -6,7 +6,7 @@ FLOAT_TOL. On one machine the replay is bit for bit, but numba compiles
 pooltool for the CPU it runs on, and across CPU families the last digits move:
 replayed on an AVX2 EPYC, the fixtures recorded on an AVX-512 Xeon kept every
 event and pot of these 15 cases, with times off by up to 5.4e-8 s and
-positions by up to 8.6e-9 m (2026-11-23). A real drift of the physics moves
+positions by up to 8.6e-9 m. A real drift of the physics moves
 far more than a micrometre, or changes an event.
 Regenerate with tests/fixtures/make_golden.py only on purpose.
 """

@@ -220,7 +220,7 @@ def script_args(model: Path, data: Path, out: Path, **overrides) -> list[str]:
 def test_script_trains_and_saves_adapter_and_merged(tiny_model, boards_folder, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    # merged_dtype: the recipe's key, once accepted and ignored (the merge kept the training dtype, fp32 here).
+    # merged_dtype, the recipe's key, is honoured: merged/ is saved in it, not in the training dtype (fp32 here).
     result = grpo.main(script_args(tiny_model, boards_folder, tmp_path / "run", merged_dtype="bfloat16"))
     assert result.global_step == 1 and math.isfinite(result.training_loss)
     step = next(e for e in result.log_history if "loss" in e)

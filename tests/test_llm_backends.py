@@ -2,7 +2,7 @@
 
 No mocks: the embedded SmolLM2-135M is converted on first use into the
 user's cache ($POOLBENCH_CACHE, else ~/.cache/poolbench), as the main job
-does, so later sessions reuse it; every engine is real. The in-process engine lives in a class-scoped
+does, so later test runs reuse it; every engine is real. The in-process engine lives in a class-scoped
 fixture and is shut down before the server starts: two engines on 2 cores
 would mostly measure each other.
 """
@@ -53,7 +53,7 @@ SHOT_SCHEMA = {
 
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
-    # The shared cache, not a tmp folder: converting the GGUF costs ~1 min a session.
+    # The shared cache, not a tmp folder: converting the GGUF costs ~1 min a test run.
     return default_model_dir()
 
 
@@ -248,9 +248,8 @@ class TestVLLMBackend:
         # One sequence: a batch of several is not reproducible to the token.
         # The engine core takes requests as they arrive, so two calls can
         # batch them differently, and logits then differ in the last bits
-        # (vLLM is not batch-invariant): the same 3 x 2 batch at seed 7 came
-        # back different once, in a fresh-clone CI run; 10 repeats in one
-        # engine afterwards were all equal.
+        # (vLLM is not batch-invariant): the same 3 x 2 batch at one seed
+        # can come back different, though repeats in one engine mostly agree.
         conv = [CONVERSATIONS[1]]
         first = backend.generate(conv, max_tokens=24, seed=7, temperature=1.0).texts
         assert backend.generate(conv, max_tokens=24, seed=7, temperature=1.0).texts == first
@@ -346,10 +345,9 @@ class TestOpenAIBackend:
 
     def test_generate(self, server: str, model_dir: Path) -> None:
         # No assertion that the same seed gives the same text: the CPU server
-        # does not guarantee it. Measured here: 10 repeats of this request,
-        # one at a time, no prefix cache, against one loopback server: 0 of 10
-        # equal to the first (this assertion once made the test flaky). What
-        # the engine does guarantee: n texts per conversation, text, usage.
+        # does not guarantee it: repeats of this request, one at a time, no
+        # prefix cache, against one loopback server, differ from the first.
+        # What the engine does guarantee: n texts per conversation, text, usage.
         backend = OpenAIBackend(server, str(model_dir), concurrency=2, timeout_s=120)
         result = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=3)
         first = result.texts

@@ -365,7 +365,7 @@ def test_a_stopped_loop_stops_its_stage_and_what_the_stage_started(tmp_path):
     import time
 
     # The stage starts a process of its own, as `poolbench eval` starts vLLM's engine; a SIGTERM to the loop
-    # must end both (an orphaned evaluation once held both cores for minutes after its loop was killed).
+    # must end both (an orphaned evaluation would hold both cores for minutes after its loop is killed).
     pidfile, log = tmp_path / "pids", tmp_path / "stage.log"
     stage = [sys.executable, "-c", "import subprocess, sys, time; "
              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
@@ -389,7 +389,7 @@ def test_a_stopped_loop_stops_its_stage_and_what_the_stage_started(tmp_path):
 
 def test_a_resumed_loop_refuses_outputs_another_command_built(tmp_path, capsys):
     """A stage is skipped where its output exists, but only where the same command built it from the same inputs
-    (training.stamps): a loop resumed with other pair flags once trained DPO on the old pairs without a word."""
+    (finetune.stamps): resumed with other pair flags, a loop must not train DPO on the old pairs without a word."""
     from poolbench_data.core.errors import UserError
 
     loop = _loop()
@@ -424,7 +424,7 @@ def test_a_resumed_loop_refuses_outputs_another_command_built(tmp_path, capsys):
     first.stamps.record("eval_samples", {"rebuilt": True}, ("sft", "dataset"))  # the samples built again
     with pytest.raises(UserError, match=r"stage pairs: .*\(its input\(s\) eval_samples were rebuilt since\)"):
         runner(extra_pairs_args="--tool_min_level_gap 1").pairs()
-    for stamp in (tmp_path / "stamps").iterdir():  # outputs from before stamps were kept (or by hand): used
+    for stamp in (tmp_path / "stamps").iterdir():  # unstamped outputs (by hand, or no stamps kept): used
         stamp.unlink()
     unstamped = runner(extra_pairs_args="--tool_robust")
     unstamped.pairs()
@@ -437,8 +437,8 @@ def test_a_resumed_loop_refuses_outputs_another_command_built(tmp_path, capsys):
 
 
 def test_a_pilots_time_is_the_sum_of_its_stages_not_the_hours_between(tmp_path):
-    """A resumed pilot's wall_minutes once counted from its first stage to its JSON, the hours it lay idle
-    between stages included; each stamp now keeps its stage's seconds (report.pilot.stage_minutes)."""
+    """A resumed pilot's minutes are its stages' seconds, which each stamp keeps (report.pilot.stage_minutes),
+    not the time from its first stage to its JSON, which counts the hours it lay idle between stages."""
     import os
 
     from poolbench_data.report.pilot import stage_minutes, timing
@@ -450,7 +450,7 @@ def test_a_pilots_time_is_the_sum_of_its_stages_not_the_hours_between(tmp_path):
     r.pairs(), r.pairs()
     assert len(ran) == 1  # the time recorded is not part of what built it: resumed, not refused
     assert 0 <= json.loads((tmp_path / "stamps" / "pairs.json").read_text())["seconds"] < 60
-    # A stage from before times were kept (no seconds) counts from the stamp before it, or the loop's start.
+    # A stamp without seconds (a version that keeps no times) counts from the stamp before it, or the loop's start.
     t0 = 1_700_000_000
     (tmp_path / ".started").touch()
     os.utime(tmp_path / ".started", (t0, t0))

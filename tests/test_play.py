@@ -123,7 +123,7 @@ def test_an_interrupt_keeps_every_answer_and_the_same_command_resumes(tmp_path):
     assert [r["scenario_id"] for r in rows] == [b.id for b in boards] and rows[0]["clean_pot"]
 
 
-def test_out_must_be_a_folder_for_this_session(tmp_path, capsys):
+def test_play_out_must_be_a_folder_for_these_boards(tmp_path, capsys):
     from poolbench_data.cli import main
 
     taken = tmp_path / "file"

@@ -47,7 +47,7 @@ def test_every_recipe_parses_with_its_script(recipe):
 
 @pytest.mark.parametrize("name", ["sft", "dpo", "grpo"])
 def test_a_misspelt_recipe_key_is_named_before_anything_is_built(name, tmp_path, capsys):
-    # Alone in a recipe, the typo used to surface as transformers' bf16/use_cpu error (TRL builds the configs
+    # Alone in a recipe, the typo would surface as transformers' bf16/use_cpu error (TRL builds the configs
     # before it looks for unknown keys), which names neither the key nor the fix.
     recipe = tmp_path / "typo.yaml"
     recipe.write_text("model_name_or_pathh: embedded\n")

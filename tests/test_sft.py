@@ -449,7 +449,7 @@ def test_full_fine_tuning_saves_the_model_only(tiny_model, sft_folder, tmp_path)
 def test_a_checkpoint_at_max_steps_is_the_run_not_one_more_step(tiny_model, sft_folder, tmp_path, capsys,
                                                                  monkeypatch):
     """transformers checks max_steps only after a step: a run resumed from its last checkpoint (interrupted
-    before merged/) trained a step past its recipe (the twenty-fourth session's GRPO: step 21 of 20)."""
+    before merged/) must not train a step past its recipe (step 21 of 20)."""
     full = {"use_peft": "false", "dtype": "float32"}
     first = sft.main(tiny_args(tiny_model, sft_folder, tmp_path / "first", max_steps=2, **full))
     out = tmp_path / "interrupted"

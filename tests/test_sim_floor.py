@@ -85,8 +85,8 @@ def test_a_board_counts_what_it_ran_and_what_it_saved(benchmark_scenarios):
 
 
 @pytest.mark.slow
-def test_a_200_board_build_has_todays_rows_but_the_simulation_counts(tmp_path):
-    # floor_digests.json was recorded by the code before the floor (see its script).
+def test_a_200_board_build_has_the_recorded_rows_but_the_simulation_counts(tmp_path):
+    # floor_digests.json holds the digests of the build with every shot simulated (see its script).
     make = _digests_module()
     golden = json.loads((FIXTURES / "floor_digests.json").read_text())
     assert (golden["n"], golden["seed"]) == (make.N, make.SEED)

@@ -46,7 +46,7 @@ def test_directly_hittable_sees_a_ball_hidden_behind_another_only_at_the_edges()
 
 
 def _hittable_casting_every_ray(cx, cy, balls, step_deg=0.01):
-    # The sweep as it was: all 36,000 directions plus every cone's edges.
+    # The exhaustive sweep, the reference: all 36,000 directions plus every cone's edges.
     D = geometry().ball_diameter
     phis = [np.arange(0.0, 360.0, step_deg)]
     for bx, by in balls.values():

@@ -130,8 +130,8 @@ def test_weighted_reward_scores_each_level_as_asked(boards):
 
 def test_a_rollout_ending_on_a_call_as_trl_parses_it(boards):
     """TRL's parser takes the call out of the turn's text (`tool_calls`, content empty): the reward must see it
-    there. Reading the text alone scored it as an empty answer, and `unscored_calls` never fired (a real run
-    matched the run without it to the digit; twenty-seventh session)."""
+    there. Read from the text alone it would score as an empty answer, and `unscored_calls` would never
+    apply."""
     pytest.importorskip("trl")
     from test_grpo import grpo
     from tiny_model import build_tokenizer
@@ -201,7 +201,7 @@ def test_two_grpo_steps_through_environment_factory(folder, tmp_path):
     from test_grpo import SMOKE_RECIPE, grpo
     from tiny_model import build_tiny_model
 
-    # SmolLM2 reads 8,192 positions; the tool paragraph with v3's kick puts the longest prompt here at ~2,040
+    # SmolLM2 reads 8,192 positions; the tool paragraph with the kick puts the longest prompt here at ~2,040
     model = build_tiny_model(tmp_path / "tiny", seed=0, max_position_embeddings=4096)
     argv = ["--config", str(SMOKE_RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(folder),
             "--output_dir", str(tmp_path / "run"), "--dtype", "float32", "--max_completion_length", "8",

@@ -249,7 +249,7 @@ def test_at_the_cap_the_action_is_chosen_over_another_call(sampled, tmp_path, po
         shot = parse_action(chosen["content"], s).shot
         shown = [(r["target_ball"], x) for r in results if "error" not in r
                  for x in ([r["pocket"]] if pocket else [x["pocket"] for x in r["shots"]])]
-        shown += [(r["target_ball"], r["kick"]["pocket"]) for r in results if r.get("kick")]  # v3: a report's kick
+        shown += [(r["target_ball"], r["kick"]["pocket"]) for r in results if r.get("kick")]  # a report's kick
         assert (shot.target_ball, shot.target_pocket) in shown and p["chosen_model"] == "tool_oracle"
         assert p["chosen_outcome"]["parse_status"] == "ok" and p["margin"] > 0
         assert p["chosen_decision"].startswith("answer") and p["rejected_decision"].startswith("call")
@@ -269,7 +269,7 @@ def test_at_the_cap_after_a_blocked_report_the_action_is_chosen_over_a_call(samp
     boards = {r["id"]: Scenario.from_row(r) for r in scenarios}
     threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
     cap = tool_pairs(scenarios, threads, traces, ["tool-cap-answer"])
-    assert cap and not any(p["source"] == "tool-cap-answer" for p in pairs)  # measured before it is a default
+    assert cap and not any(p["source"] == "tool-cap-answer" for p in pairs)  # not a default source
     assert len({json.dumps(p["prompt"]) for p in cap}) == len(cap)
     for p in cap:
         s = boards[p["scenario_id"]]
@@ -377,19 +377,19 @@ def test_bad_sample_folders_are_refused_in_one_line(sampled, tmp_path, capsys):
     err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(_rewritten(out, tmp_path / "t", tamper)))
     assert "recorded tool answer differs" in err
 
-    def before_calls_left(r):  # a run of the tool before it said calls_left: the model saw other turns
+    def without_calls_left(r):  # a tool that does not say calls_left: the model saw other turns
         return {**r, "calls": [{**c, "result": {k: v for k, v in c["result"].items() if k != "calls_left"}}
                                for c in r["calls"]]}
 
     err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir",
-                 str(_rewritten(out, tmp_path / "n", before_calls_left)))
+                 str(_rewritten(out, tmp_path / "n", without_calls_left)))
     assert "recorded tool answer differs" in err
-    # threads of another tool version (the model read other answers), and of v1 before the field was recorded
+    # threads of another tool version (the model read other answers), and threads that record none (v1's)
     err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir",
                  str(_rewritten(out, tmp_path / "v", lambda r: {**r, "tool_version": "ghost_ball-v2"})))
     assert "recorded with tool ghost_ball-v2" in err and TOOL_VERSION in err
     unversioned = _rewritten(out, tmp_path / "u", lambda r: {k: v for k, v in r.items() if k != "tool_version"})
-    # unversioned threads were played with v1, which v3's kicks replaced: refused as v1's
+    # a thread that records no version is read as v1's (no kicks): refused as v1's
     assert TOOL_VERSION != "ghost_ball-v1"
     err = _fails(capsys, "--dataset_dir", str(root), "--tool_eval_dir", str(unversioned))
     assert "recorded with tool ghost_ball-v1" in err
@@ -408,7 +408,7 @@ def test_bad_sample_folders_are_refused_in_one_line(sampled, tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def datasets_cache(tmp_path_factory):
-    """An empty `datasets` cache: a folder named `poolbench` built by an earlier run would be read from it."""
+    """An empty `datasets` cache: a folder named `poolbench` built by another run would be read from it."""
     import datasets
 
     with pytest.MonkeyPatch.context() as mp:

@@ -1,5 +1,5 @@
 """analysis/tool_reach.py: the tool player's ceiling on real boards, and each answer matched to the
-shot whose aim it wrote (the counts docs/training.md gives for where a model's legal contacts go)."""
+shot whose aim it wrote (where a model's legal contacts go: docs/results.md#what-the-tool-lets-a-player-reach)."""
 
 from __future__ import annotations
 

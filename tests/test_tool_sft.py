@@ -501,5 +501,5 @@ def test_a_board_without_a_pot_can_teach_the_action_at_the_cap():
     rows = [{**s.to_row(), "oracle_shot": None} for s in boards]
     with_cap = tool_sft_rows(rows, "train", no_pot_share=1.0)
     assert len(with_cap) == seen and not tool_sft_rows(rows, "train", no_pot_share=0.0)
-    assert tool_sft_rows(rows, "train") == with_cap and NO_POT_SHARE == 1.0  # the default since v3's kicks
+    assert tool_sft_rows(rows, "train") == with_cap and NO_POT_SHARE == 1.0  # the default: every board without a pot
     assert _load("builders/build_sft").ScriptArguments().at_cap_no_pot_share == NO_POT_SHARE  # one default

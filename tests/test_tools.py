@@ -97,7 +97,7 @@ def test_a_report_with_nothing_open_adds_a_one_cushion_kick():
         for b in s.own():
             r = ghost_ball(s, b.id)
             if r["open"]:
-                assert "kick" not in r  # the report is v1's where a shot is open
+                assert "kick" not in r  # no kick where a shot is open
                 continue
             mine = [k for k in kick_candidates(s) if k.ball == b.id]  # geometry: cheapest clear kick first
             if not mine:

@@ -21,7 +21,7 @@ built is refused in one line: WORK_DIR/stamps records what built each):
   compare   before/after with exact McNemar; Random and the Heuristic on the same boards;
             writes WORK_DIR/pilot.json (and --results_json, if given)
 
-The tool track (--track tools; issue 20): the model chooses ball, pocket and
+The tool track (--track tools): the model chooses ball, pocket and
 speed and calls the ghost_ball tool for the angle.
     .venv/bin/python training/loop.py --track tools --eval_n 200 \
         --results_json docs/results/tool_track_smollm2_135m_cpu.json   # the full flags: docs/results.md#tool-track

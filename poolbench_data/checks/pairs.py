@@ -190,8 +190,8 @@ def check_turn_kinds(dataset: Any, max_share: float) -> dict[str, int]:
         raise PairsBalanceError(
             f"{counts[kind]} of the {n} pairs whose sides differ in turn kind choose {kind!r} over {other} "
             f"(max_turn_kind_share {max_share}): such a set teaches the turn type, not when to call (DPO on one "
-            "made a model that called the tool forever: docs/training.md). Fix: build the pairs with both "
-            "tool-recovery and tool-answer (builders/build_pairs.py --tool_sources), or set "
+            "makes a model that calls the tool until the cap: docs/results.md#the-preference-pairs). Fix: build the "
+            "pairs with both tool-recovery and tool-answer (builders/build_pairs.py --tool_sources), or set "
             "max_turn_kind_share 1.0 to train on them anyway."
         )
     return counts

@@ -59,7 +59,7 @@ def sure_wrong_first_contact(scenario: Scenario, shot: Shot, group: str = PLAYER
 @dataclass
 class BoardSims:
     """Simulations of one scenario, counted. `floor=False` simulates every
-    shot asked for, as before the floor (the benchmark's reference)."""
+    shot asked for, without the floor (the benchmark's reference)."""
 
     scenario: Scenario
     floor: bool = True

@@ -51,26 +51,26 @@ from poolbench_data.protocol.parsing import parse_action
 from poolbench_data.protocol.prompts import PROMPT_VERSION, format_action, messages
 
 TOOL_ARGUMENTS = ("target_ball", "pocket")  # the only arguments ghost_ball takes; pocket may be left out
-# Boards whose demonstration first asks for a shot the tool reports blocked. At 0.2 the tool-SFT model answered
-# after such a report on most held-out shots and called once on 199 of 200 (docs/training.md).
+# Boards whose demonstration first asks for a shot the tool reports blocked: enough of them that the model learns
+# to call again after a blocked report (docs/results.md#the-demonstrations).
 RETRY_BLOCKED_SHARE = 0.45
 RETRY_ERROR_SHARE = 0.1  # ... first names a ball that is not on the table
 # Of those first asking for a blocked shot, the share that asks for a second blocked one before the open shot
-# (three calls, the evaluator's cap). With one blocked call only, the tool-SFT model called again after a
-# blocked report but answered after its second report on most shots, open or not (docs/training.md).
+# (three calls, the evaluator's cap): with one blocked call only, a model learns to answer after its second
+# report whether or not that report shows an open shot.
 RETRY_AGAIN_SHARE = 0.5
 # Of those asking for two blocked shots, the share whose third call is blocked too: the action is due at the cap
-# with nothing open. Without such rows the tool-SFT model wrote a fourth call there on 59 of 200 held-out shots
-# (no action; docs/training.md).
+# with nothing open. Without such rows a model at the cap writes a fourth call there, which is no action
+# (docs/results.md#the-demonstrations).
 AT_CAP_SHARE = 0.5
 # Boards without a tool-derived pot whose demonstration is the action after calls for closed own balls
-# (`no_pot_demo`). At 1 with tool v3 (kicks) the tool-SFT model made 177 legal contacts on 200 held-out boards,
-# 155 with v1 (docs/training.md, eleventh session).
+# (`no_pot_demo`): every one, so the model learns the action at the cap, a kick where the report shows one
+# (docs/results.md#the-tool-report, #the-demonstrations).
 NO_POT_SHARE = 1.0
 DEMO_ORDERS = ("oracle", "listed")  # tool_demo's search (the Oracle's choice first), or listed_demo's procedure
 OUTCOMES = ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot")
-# The tool's aim the demonstrations copy: the potting point pots 64.3% of the clear shots tried against the
-# centre's 43.6% (llm.tools.ghost_ball).
+# The tool's aim the demonstrations copy: the potting point pots more of the clear shots than the centre aim
+# (llm.tools.ghost_ball; docs/results.md#the-tool-report).
 AIM_FIELD = "potting_point_aim_angle_deg"
 
 
@@ -286,10 +286,10 @@ def tool_demo(scenario: Scenario, oracle_shot: Shot | None, seed: int, blocked_s
 def no_pot_demo(scenario: Scenario, rng, speeds: Sequence[float] = ORACLE_SPEEDS) -> ToolDemo | None:
     """A board without a legal pot: calls for MAX_CALLS own balls whose reports show nothing open (context), then
     the action at the cap (`cap_answer`); where every own ball is closed and there are fewer, a call for each,
-    then the action (`all_closed`: nothing is left to call). None otherwise. The DPO model of the eighth session
-    and the tool-SFT model trained two epochs wrote a fourth call at the cap on 29 and 33 of 200 held-out shots;
-    the other demonstrations reach the cap on 7 of 321 rows (docs/training.md). Indirect boards often hold one
-    or two own balls: without `all_closed` they gave no row."""
+    then the action (`all_closed`: nothing is left to call). None otherwise. The other demonstrations rarely
+    reach the cap, and a model that has not seen the action there writes a fourth call instead
+    (docs/results.md#the-demonstrations). Indirect boards often hold one or two own balls: `all_closed` gives
+    them a row."""
     options = blocked_calls(scenario)
     if not options or (len(options) < MAX_CALLS and len(options) < len(scenario.own())):
         return None
@@ -305,9 +305,9 @@ def listed_demo(scenario: Scenario, seed: int, error_share: float = RETRY_ERROR_
     them until a report shows an open shot (at most MAX_CALLS calls, every one trained), then write the best of
     that report's open shots at `speeds` (`best_of`; ties: the report's order, then the order of `speeds`); with
     nothing open, the action `cap_answer` writes (None where no report shows an aim). With `error_share` a ball
-    not on the table is named first (context). The tool-SFT model of Oracle-first rows chose an open first ball
-    no more often than the lowest-numbered own ball would be, and wrote a report's first open shot at 8 m/s; on
-    these rows its SFT made 111 clean pots of 200 against 105, its DPO 100 (docs/training.md, twelfth session)."""
+    not on the table is named first (context). A model trained on Oracle-first rows does not learn the Oracle's
+    choice of ball, only to write a report's first open shot; this procedure is one it can follow
+    (docs/results.md#the-demonstrations)."""
     rng = np.random.default_rng([seed, scenario.seed])
     absent = _absent_own(scenario)
     mistakes = [(absent[int(rng.integers(len(absent)))], None)] if absent and rng.random() < error_share else []

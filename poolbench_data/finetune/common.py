@@ -50,8 +50,8 @@ class TrainScriptArguments(ScriptArguments):
         default=True,
         metadata={
             "help": "On a CPU without native bf16 arithmetic (neither AVX512-BF16 nor AMX), train in float32 where "
-            "the recipe asks for bf16 (dtype: bfloat16 or bf16: true): there bf16 matmuls are emulated, measured "
-            "~40x slower than float32 (docs/benchmarks.md). Logged, and recorded in train_results.json."
+            "the recipe asks for bf16 (dtype: bfloat16 or bf16: true): there bf16 matmuls are emulated, many times "
+            "slower than float32 (docs/benchmarks.md#training). Logged, and recorded in train_results.json."
         },
     )
     test_id_prefix: str | None = field(
@@ -119,7 +119,7 @@ def resolve_dataset(name: str) -> str:
     """An existing local folder (absolute), or a Hub id `owner/name`; anything else is an error.
 
     `datasets.load_dataset("poolbench")` with no ./poolbench folder silently reads a cached copy of some
-    earlier build: a name that is not a folder here must be a Hub id, never a cache lookup.
+    other build: a name that is not a folder here must be a Hub id, never a cache lookup.
     """
     local = Path(name).expanduser()
     if local.is_dir():

@@ -66,10 +66,10 @@ class LoopArguments:
     temperature: float = field(default=0.8, metadata={"help": "Sampling temperature on the training boards."})
     dpo_steps: int = field(default=10, metadata={"help": "DPO optimizer steps (overrides the recipe; 0 = the "
                                                            "recipe's epochs over every pair)."})
-    # Evaluations in fp32: dtype "auto" casts an fp32 checkpoint to bf16, rounding away a DPO update (~5e-6); the
-    # SFT's (1e-4) survives, and samples are drawn at T=0.8: the tool SFT model in bf16, 240 s of generation against
-    # 495 s, 122 clean pots of 200 against 123 (docs/training.md). An 8 GiB KV cache holds ~110 tool
-    # conversations, the CPU default (1 GiB) ~14: 217 s of generation against 326 s, the same texts (benchmarks.md).
+    # Evaluations in fp32: dtype "auto" casts an fp32 checkpoint to bf16, rounding away a DPO update (~5e-6). The
+    # SFT's (1e-4) survives it, and samples are drawn at T=0.8 anyway, so sampling runs in bf16 where the CPU has it
+    # natively, the faster dtype there. An 8 GiB KV cache keeps the tool conversations' prefixes that the CPU
+    # default (1 GiB) evicts between turns (docs/benchmarks.md#generation).
     eval_model_args: str = field(default="dtype=float32,enforce_eager=True,kv_cache_gib=8",
                                  metadata={"help": "--model_args of every evaluation (the same for all models)."})
     sample_model_args: str = field(default="dtype=auto,enforce_eager=True,kv_cache_gib=8", metadata={
@@ -165,7 +165,8 @@ class Loop:
 
     def eval(self, name: str, model: str | None, tools: bool | None = None, made_by: tuple[str, ...] = ()) -> None:
         tools = self.tools if tools is None else tools
-        # The tool track is measured against both Heuristics (issue 20's goal: the pot-point one).
+        # The tool track is measured against both Heuristics, its targets
+        # (docs/results.md#baselines-on-200-held-out-boards).
         self.evaluate(self.work / name, made_by, model=model, n=self.a.eval_n, name=name, tools=tools,
                       **({"baselines": TOOL_BASELINES} if self.tools else {}))
 

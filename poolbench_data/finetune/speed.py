@@ -1,4 +1,4 @@
-"""How a run computes on the device it has: the compact LM head and the CPU's precision (issue 19)."""
+"""How a run computes on the device it has: the compact LM head and the CPU's precision."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def use_compact_lm_head(enabled: bool) -> None:
     from trl.kernels import chunked_logprob
 
     if not hasattr(trl_utils, "_use_triton"):
-        # A TRL that no longer decides it this way: the speed-up is gone, the numbers are not wrong.
+        # A TRL that does not decide it this way: the speed-up is gone, the numbers are not wrong.
         logger.warning("this TRL has no trl.trainer.utils._use_triton: compact_lm_head has no effect")
         return
     trl_utils._use_triton = (lambda device: True) if enabled else chunked_logprob._use_triton
@@ -39,7 +39,7 @@ def apply_speed_settings(script_args, training_args, model_args) -> None:
     if on_cpu and asked_bf16 and script_args.cpu_fp32_fallback and not cpu_has_native_bf16():
         logger.warning(
             "this CPU has no native bf16 (no AVX512-BF16, no AMX: %s): training in float32 instead of the recipe's "
-            "dtype=%s, bf16=%s (emulated bf16 matmuls measured ~40x slower). --cpu_fp32_fallback false keeps bf16.",
+            "dtype=%s, bf16=%s (emulated bf16 matmuls are many times slower). --cpu_fp32_fallback false keeps bf16.",
             torch.backends.cpu.get_cpu_capability(), model_args.dtype, training_args.bf16,
         )
         if model_args.dtype == "bfloat16":
@@ -133,8 +133,8 @@ def prompt_sharing_off(model):
 def _shared_hidden(original, ids, mask, kwargs, apart: bool = False, after=None):
     """Hidden states (B, L, d) of B right-padded rows: their common prefix once, then every continuation; all
     continuations in one padded call, or `apart`, one call a row against the same prefix (no padding: SFT's
-    continuations differ by hundreds of tokens, and padding them to the longest cost 1.1 GB of activations at a
-    batch of 4, measured). `after` = (start, the keys and values of the `start` tokens every row opens with,
+    continuations differ by hundreds of tokens, and padding them to the longest would hold a GB of activations
+    more at a batch of 4). `after` = (start, the keys and values of the `start` tokens every row opens with,
     already run): the rows go on from there, and the states returned are those of positions `start` onwards."""
     import torch
 
@@ -224,8 +224,9 @@ def train_rows_apart(trainer) -> None:
     step (TRL's loss over the batch's `num_items_in_batch` tokens, its backward), which runs only the row's
     continuation against those leaves; the leaves' summed gradients then go back through the prefix once. The same
     loss and gradients as the batch run whole (tests/test_train_speed.py), at about one row's activation memory
-    instead of the batch's (docs/benchmarks.md). Needs share_prompt_prefix(model, groups="batch") installed. A
-    batch with nothing to share, or with a labelled token inside the prefix, takes the trainer's own step."""
+    instead of the batch's (docs/benchmarks.md#training). Needs share_prompt_prefix(model, groups="batch")
+    installed. A batch with nothing to share, or with a labelled token inside the prefix, takes the trainer's own
+    step."""
     import torch
 
     step = trainer.training_step  # bound: TRL's, inside its activation-offload context

@@ -202,7 +202,7 @@ def recover(out: Path) -> None:
     new, old, legacy = sibling(out, NEW), sibling(out, OLD), sibling(out, STAGING)
     for p in (new, old, legacy):
         if p.exists() and not p.is_dir():
-            raise FileExistsError(f"{p} is a file where a build keeps a folder (an earlier version moved a file "
+            raise FileExistsError(f"{p} is a file where a build keeps a folder (older versions move a file "
                                   f"at {out} there); move it away, e.g. `mv {p} {out}.file`, and rerun")
     for stale in out.parent.glob(glob.escape(f".{out.name}{STAGING}-") + "*"):
         shutil.rmtree(stale)  # never renamed to .new, so never complete
@@ -212,12 +212,12 @@ def recover(out: Path) -> None:
     if new.is_dir():
         _note(f"finishing the swap a killed run left: {new} -> {out}")
     elif old.is_dir() and not out.exists():
-        # Only earlier versions leave this: their staging folder (if any) may be incomplete, so roll back.
+        # Only older versions' two-rename swap leaves this; its staging folder may be incomplete, so roll back.
         old.rename(out)
         _note(f"restored {out} from {old}")
     _finish_swap(out)
     if legacy.is_dir():
-        _note(f"{legacy} is left over from an earlier version and may hold a newer complete build; to use it: "
+        _note(f"{legacy} is left over from an older version's swap and may hold a newer complete build; to use it: "
               f"`mv {out} {out}.prev && mv {legacy} {out}`, else `rm -r {legacy}`")
 
 

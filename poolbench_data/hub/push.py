@@ -88,7 +88,7 @@ def skipped_files(folder: Path) -> list[str]:
 
 def plan_operations(folder: Path, remote_files: list[str]):
     """Add every dataset file; delete remote dataset files the folder no longer
-    has (stale shards from a larger earlier build). Other remote files stay."""
+    has (stale shards from a larger build). Other remote files stay."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     files = local_files(folder)

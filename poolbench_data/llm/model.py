@@ -36,7 +36,7 @@ SAVE_DTYPE = "bfloat16"
 
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX). Without it torch emulates bf16
-    GEMMs: 4 GFLOP/s against 121 in float32 on the model's shapes on an AVX2 EPYC (docs/benchmarks.md)."""
+    GEMMs at a small fraction of the float32 rate (docs/benchmarks.md#training, `--floor`)."""
     import torch
 
     return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())

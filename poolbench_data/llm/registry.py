@@ -65,7 +65,7 @@ def _openai(config, model: str, scenario_ids: Sequence[str]) -> Backend:
 
 def _replay_resolve(config) -> str:
     if not config.responses:
-        raise UserError("--backend replay needs --responses (an llm_traces.jsonl from an earlier run)")
+        raise UserError("--backend replay needs --responses (an llm_traces.jsonl from another run)")
     if not Path(config.responses).is_file():
         raise UserError(f"--responses {config.responses} is not a file; pass an llm_traces.jsonl")
     return config.model or Path(config.responses).parent.name

@@ -67,17 +67,16 @@ TOOL_NOTE = (
     "instructed."
 )
 # The tool as the model reads it (TOOL_NOTE, `turn_result`), recorded in every thread and results.json; preference
-# pairs refuse threads of another version. A v2 that left out closed shots' aims while calls were left was measured
-# and dropped: tool SFT's legal contacts 148 -> 153, but DPO's clean pots 111 -> 100 (docs/training.md). v3: a
-# ball's report with nothing open adds a one-cushion kick; on the 38 of 200 held-out boards with no open own shot,
-# the first own ball's kick is a legal contact on 29 at the best Oracle speed (analysis/tool_reach.py;
-# the centre Heuristic: none on the 32 indirect ones), and tool SFT's legal contacts rose 155 -> 177.
+# pairs refuse threads of another version. This version shows closed shots' aims while calls are left (hiding
+# them costs DPO clean pots), and a ball's report with nothing open adds a one-cushion kick, the way to a legal
+# contact where no straight shot pots (docs/results.md#the-tool-report; what the kicks reach:
+# docs/results.md#what-the-tool-lets-a-player-reach, analysis/tool_reach.py).
 TOOL_VERSION = "ghost_ball-v3"
-UNRECORDED_VERSION = "ghost_ball-v1"  # what threads and results.json from before the field played with
+UNRECORDED_VERSION = "ghost_ball-v1"  # the version of threads and results.json that record none (no kicks)
 MAX_CALLS = 3  # tool calls a shot may make by default; the answer is the turn after the last
 # Tokens a tool result adds to the conversation, an upper bound used to check the context before work: with
 # SmolLM2's digit-by-digit tokenizer one pocket's answer is ~131 and a ball's report at most 218 (held-out own balls).
-RESULT_TOKENS = 260  # v3's kick adds ~30 tokens to a report with nothing open
+RESULT_TOKENS = 260  # a kick adds ~30 tokens to a report with nothing open
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 
@@ -112,11 +111,10 @@ def tool_calls(text: str) -> list[dict]:
 def ghost_ball(scenario: Scenario, target_ball, pocket=None) -> dict:
     """The paper's ghost-ball construction for one ball and pocket (aimed at
     the pocket centre, any cut), as the tool answers it, plus the aim at
-    pooltool's potting point between the jaws. Measured on 200 train boards
-    (seed 1), over the 1,752 (ball, pocket, speed) shots the demonstration
-    search tries with a clear answer: 43.6% legal pots aimed at the centre,
-    64.3% at the potting point (docs/training.md). Without a pocket: the
-    ball's report (`ball_report`)."""
+    pooltool's potting point between the jaws, which pots more of the shots
+    the demonstration search tries with a clear answer than the centre aim
+    (docs/results.md#the-tool-report, analysis/tool_aims.py). Without a
+    pocket: the ball's report (`ball_report`)."""
     if pocket is None:
         return ball_report(scenario, read_ball(target_ball, scenario))
     ball, pid = read_target(target_ball, pocket, scenario)
@@ -134,13 +132,11 @@ def ghost_ball(scenario: Scenario, target_ball, pocket=None) -> dict:
 def ball_report(scenario: Scenario, ball: str) -> dict:
     """Every pocket of one ball at once: `open` (any shot open), then `shots`, the pockets with a cut below 90
     degrees (the ball can be sent there), open ones first, then those with the cue ball's path free, each by cut;
-    `no_shot`, the others. Each shot is the single-pocket answer's open, cut and potting-point aim. A call per
-    (ball, pocket) found the open pocket on 20 of 200 first calls of the tool-SFT model, whose first-called ball
-    had one on 104 (docs/training.md); this report is ~133 tokens (SmolLM2's tokenizer, median over held-out own
-    balls) against ~131 for one pocket. Without the leading `open` the tool-SFT model answered after a report with
-    nothing open on 99 of 200 held-out shots; with it, 75, and legal contact rose 135 -> 148 (docs/training.md).
-    A report with nothing open ends with `kick` (`kick_shot`): the way to a legal contact where no straight shot
-    pots, the only one on indirect boards."""
+    `no_shot`, the others. Each shot is the single-pocket answer's open, cut and potting-point aim. A model that
+    calls one pocket at a time seldom finds the open one; this report, ~133 tokens (SmolLM2's tokenizer, median
+    over held-out own balls) against ~131 for one pocket, shows them all, and the leading `open` is the one field
+    a player acts on (both: docs/results.md#the-tool-report). A report with nothing open ends with `kick`
+    (`kick_shot`): the way to a legal contact where no straight shot pots, the only one on indirect boards."""
     answers = {pid: ghost_ball(scenario, ball, pid) for pid in POCKET_IDS}
     reachable = sorted((pid for pid, r in answers.items() if r["cut_angle_deg"] < 90.0), key=lambda pid: (
         not answers[pid]["open"], bool(answers[pid]["cue_path_blocked_by"]), answers[pid]["cut_angle_deg"]))
@@ -174,8 +170,8 @@ def call_of(target_ball: str, pocket: str | None = None) -> dict:
 
 def turn_result(scenario: Scenario, call: dict, calls_left: int) -> dict:
     """A call's result as the model reads it in the conversation: `calls_left` (the turns that may still call;
-    at 0 the next turn is read as the action) before the tool's own answer. The tool-SFT model, never told
-    the cap, wrote a fourth call where the action was due on 59 of 200 shots (docs/training.md)."""
+    at 0 the next turn is read as the action) before the tool's own answer: a model not told the cap writes a
+    fourth call where the action is due, which is no action."""
     return {"calls_left": calls_left, **run_call(scenario, call)}
 
 
@@ -232,7 +228,7 @@ def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], back
         for j, text in enumerate(texts):
             threads.append(ToolThread(i, j, list(convs[i]), text, failure=failed.get((i, j))))
     for turn in range(1, max_calls + 1):
-        stop_if_requested()  # a SIGTERM the engine's generate swallowed (seen) still ends the run between turns
+        stop_if_requested()  # a SIGTERM the engine's generate swallows still ends the run between turns
         live = [t for t in threads if t.failure is None and tool_calls(t.text)]
         if not live:
             break

@@ -28,8 +28,8 @@ GiB = 1 << 30
 # a 135M model at 4k context (~23 KB a token), small enough for a 2-core CI box.
 DEFAULT_CPU_KV_CACHE_GIB = 1.0
 # The cores vLLM's CPU engine keeps from its model worker for the scheduler process (default: 1 on x86).
-# On 2 cores that halves the compute while the scheduler mostly waits: generation ran 1.6-1.7x faster
-# with none reserved (benchmarks/bench_generation.py --reserved_cpus; docs/benchmarks.md).
+# On 2 cores that halves the compute while the scheduler mostly waits: generation is faster with none
+# reserved (benchmarks/bench_generation.py --reserved_cpus; docs/benchmarks.md#generation).
 RESERVED_CPUS_ENV = "VLLM_CPU_NUM_OF_RESERVED_CPU"
 SMALL_CPU_CORES = 4  # up to this many cores the worker gets them all
 # Where vLLM binds its processes' ZMQ ipc:// sockets (default: the temp folder, and vllm 0.32 leaves the 7

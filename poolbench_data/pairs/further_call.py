@@ -1,15 +1,15 @@
 """`tool-call-again` pairs: after a report with no open shot and calls left, the model's own further call against
 answering there.
 
-Every v3 DPO run from the listed tool-SFT model kicked more than its SFT (23 of 200 boards): on every pair 62, on
-robust same-kind pairs 53, on speed pairs from all answers 51, on the at-cap, recovery and answer-now pairs alone
-34 (docs/training.md, fourteenth session). What those sets share is a chosen answer written after a closed report,
+DPO from the listed tool-SFT model on the other tool sources kicks more often than its SFT, whichever of them it
+is given (every pair, robust same-kind pairs, speed pairs from all answers, the at-cap, recovery and answer-now
+pairs alone). What those sets share is a chosen answer written after a closed report,
 most of them at the cap (`tool-at-cap`: an answer over a fourth call), and nothing that prefers the call where
 calls are left, which the listed procedure makes and which the recovery source teaches only on the few threads
 that answered wrongly there. This source is that condition's side, from the model's own threads: where it called
 again after a closed report with calls left and its shot then potted legally, that call (chosen) against the
-answer it could have written instead, `tool_sft.cap_answer` of the reports shown so far (rejected, played; kept
-only where it scores lower). Chosen calls, rejected answers: `tool_kinds.balance_kinds` weighs them against the
+answer it could have written instead, `demos.tools.cap_answer` of the reports shown so far (rejected, played; kept
+only where it scores lower). Chosen calls, rejected answers: `turn_kinds.balance_kinds` weighs them against the
 at-cap pairs, so the condition (`calls_left`), not the turn kind, decides.
 """
 

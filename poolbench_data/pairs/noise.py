@@ -1,8 +1,8 @@
 """Physics labels that survive a little execution noise.
 
-One simulated outcome is a noisy label: on 600 train boards (seed 1) the first open shot of the listed procedure,
-written with the tool's aim, was a clean pot at all three of 8, 10 and 12 m/s on 186, at none on 67 and at some but
-not all on 218; 101 of the 143 misses at 8 m/s were pots that scratched (docs/training.md, thirteenth session).
+One simulated outcome is a noisy label: the first open shot of the listed procedure, written with the tool's aim,
+pots cleanly at some of 8, 10 and 12 m/s and not at others on many boards, most misses being pots that scratch
+(docs/results.md#what-the-tool-lets-a-player-reach).
 Two samples of a board that differ only there are ranked by chance, and DPO on such pairs learns nothing a model
 can read off the tool's answer. `robust_score` is the physics level (`core.scoring.physics_score`) averaged over
 the action replayed on a small grid around it, aim +-AIM_JITTER degrees and speed +-SPEED_JITTER m/s: a pair

@@ -1,24 +1,23 @@
 """`tool-speed` pairs: how hard to hit, labelled by outcomes that survive execution noise.
 
-The tool-SFT model writes its shot at 8 m/s (193 of 193 answers of the listed run, docs/training.md, twelfth
-session): the demonstrations write the first of the Oracle's speeds that pots. The simulator says speed matters:
-the listed procedure's open shot on 600 train boards was a clean pot at 3..12 m/s on 351 342 359 338 333 328 304
-303 of 471 (thirteenth session), mostly because a slower cue ball runs less far after contact and scratches less,
-partly by chance. A `tool-speed` pair holds everything else fixed: the model's own final answer against the same
-JSON with another `cue_speed` of SPEEDS, the one with the higher `robust.robust_score` chosen (by at least
-`robust.MIN_MARGIN`), whichever side that is. Pairs for the model's speed as well as against it, so DPO moves the
-speed only as far as the physics does on average; one pair per distinct answer, its other speed drawn (seeded by
-the board and sample) among those that differ robustly, so the set stays the size of the others and unbiased.
+The tool-SFT model writes one speed nearly everywhere: the demonstrations write the first of their speeds that
+plays best. The simulator says speed matters: the same open shot pots cleanly at some speeds and scratches at
+others, mostly because a slower cue ball runs less far after contact, partly by chance
+(docs/results.md#what-the-tool-lets-a-player-reach). A `tool-speed` pair holds everything else fixed: the model's
+own final answer against the same JSON with another `cue_speed` of SPEEDS, the one with the higher
+`noise.robust_score` chosen (by at least `noise.MIN_MARGIN`), whichever side that is. Pairs for the model's speed
+as well as against it, so DPO moves the speed only as far as the physics does on average; one pair per distinct
+answer, its other speed drawn (seeded by the board and sample) among those that differ robustly, so the set stays
+the size of the others and unbiased.
 
 Only answers written after a report with an open shot: a pair whose prompt ends in a closed report (with calls
-left or at the cap) trains an answer there, whatever its speed. On 121 pairs from all answers (17 after a closed
-report with calls left, 11 at the cap), DPO from the listed tool-SFT model kept every answer at 8 m/s and
-kicked on 51 boards of 200 against its SFT's 23 (docs/training.md, fourteenth session).
+left or at the cap) trains an answer there, whatever its speed: DPO on speed pairs from all answers keeps the
+model's speed and answers after a closed report (a kick) more often than its SFT.
 
 `tool-cap-speed` pairs are the same, for the answers at the call cap after a closed report instead (most are the
 kick the report shows): there an answer is due whatever its speed, so the pair trains only the speed. A kick's
-way is longer than a straight shot's: on the held-out boards with nothing open, the first kick shown pots
-cleanly on 3 at the model's 5 m/s and on 8 at 8 m/s (analysis/choice_rules.py, docs/benchmarks.md).
+way is longer than a straight shot's: where nothing is open, the first kick shown pots cleanly more often at
+8 m/s than at the model's 5 (analysis/choice_rules.py; docs/results.md#choice-rules-over-what-the-tool-shows).
 """
 
 from __future__ import annotations

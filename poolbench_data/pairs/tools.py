@@ -3,8 +3,8 @@
 Input: `poolbench eval --tools --samples k` on train boards. Each (board, sample) thread is the model's own
 conversation: its turns (tool_calls.jsonl, `turns` + `final_response`), the tool's answers (recomputed, and
 checked against the recorded ones), its final action scored by the simulator (llm_traces.jsonl). Per board, every
-two samples whose `pairs.fine_score` differ, the better against the worse (best against worst only gave one pair
-a board, 60 from 60 boards; both sides are the model's own words, so the supervised term falls on what it already
+two samples whose `pairs.text.fine_score` differ, the better against the worse (best against worst alone would
+give one pair a board; both sides are the model's own words, so the supervised term falls on what it already
 writes); with `robust`, only where the better also plays better on average around its action (`pairs.noise`).
 
 The pair is the first turn where the two threads' decisions part: a call's
@@ -20,14 +20,14 @@ most wrong: answering after a tool answer that was not clear (a ball in a
 path, a ghost ball not free, an error). Where a thread did that and its shot
 was not a legal pot, the prompt is the model's own conversation up to that
 answer, `rejected` is the answer it wrote, and `chosen` is a call for the
-board's demonstrated open shot (`tool_sft.find_pot`: clear in the tool, and
+board's demonstrated open shot (`demos.tools.find_pot`: clear in the tool, and
 written with the tool's aim a legal pot in the simulator), scored by playing
 that continuation. The state is on-policy; the chosen turn is the recovery
 the demonstrations show.
 
 Alone, recovery pairs teach the turn type, not the condition: every chosen
-side is a call, so DPO learned to call whatever the tool said and never
-answered (docs/training.md). Their mirror, `tool-answer`: where a thread
+side is a call, so DPO learns to call whatever the tool says and never
+answers (docs/results.md#the-preference-pairs). Their mirror, `tool-answer`: where a thread
 answered after a clear tool answer and potted legally, its answer is chosen
 over a further call for an own shot the tool reports blocked, scored by
 playing what follows it (that shot written with the tool's aim at the
@@ -36,23 +36,23 @@ no shot). With both sources on, each keeps as many pairs as the other has.
 
 `tool-at-cap`: where a thread's last tool result said `calls_left` 0 and the
 model wrote yet another call (read as its action: no shot, unparseable), the
-action the demonstrations write there (`tool_sft.cap_answer`: a called shot
+action the demonstrations write there (`demos.tools.cap_answer`: a called shot
 with the tool's aim) is chosen over that call. These threads never enter
-on-policy pairs (their answer did not parse), so nothing else teaches the cap;
-the model's SFT wrote such a call on 59 of 200 held-out shots.
+on-policy pairs (their answer did not parse), so nothing else teaches the cap,
+where a tool-SFT model writes such calls (docs/results.md#tool-track).
 
-`tool-cap-answer`, its mirror (not a default: DPO's clean pots 111 -> 95 with it, docs/training.md): the
+`tool-cap-answer`, its mirror (not a default: DPO with it pots fewer balls cleanly than without): the
 action at the cap after a closed report over a call. From each thread that answered after such a report: at the
 cap, its own answer (or `cap_answer`'s, where that scores higher); where calls were left, its conversation
 continued with calls for own balls the tool reports blocked until none are left, then `cap_answer`. The rejected
 side is a call for an own ball not yet called (read at the cap as the action: no shot). Recovery pairs teach
-"call after a blocked report" where calls are left; with them alone, DPO's model wrote a fourth call on 29 of 200.
+"call after a blocked report" where calls are left; with them alone, DPO's model writes a fourth call at the cap.
 
-Whatever the sources, the builder keeps `tool_kinds.balance_kinds`: of the pairs whose
+Whatever the sources, the builder keeps `turn_kinds.balance_kinds`: of the pairs whose
 two sides differ in kind (a call against an answer) at most
-`check.MAX_TURN_KIND_SHARE` choose the same kind (the smallest physics
-margins of the larger kind are dropped): DPO on a set that mostly chose the
-call learned to call whatever the tool said.
+`checks.pairs.MAX_TURN_KIND_SHARE` choose the same kind (the smallest physics
+margins of the larger kind are dropped): DPO on a set that mostly chooses the
+call learns to call whatever the tool says.
 """
 
 from __future__ import annotations
@@ -189,9 +189,9 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
                sources: Sequence[str] = TOOL_SOURCES, min_level_gap: int = 0, robust: bool = False) -> list[dict]:
     """The pairs of `sources`, board by board (module docstring). A thread whose last tool result said
     `calls_left` 0 was at the eval's cap: a recovery call is never taught where the evaluator would not run it.
-    `min_level_gap`: on-policy pairs whose sides' physics levels (`pairs.physics_score`: foul, legal contact,
+    `min_level_gap`: on-policy pairs whose sides' physics levels (`pairs.text.physics_score`: foul, legal contact,
     legal pot) differ by at least this much; 0 keeps every pair whose fine scores differ (two fouls included).
-    `robust`: on-policy pairs whose chosen side also leads by `robust.MIN_MARGIN` in `robust.robust_score`."""
+    `robust`: on-policy pairs whose chosen side also leads by `noise.MIN_MARGIN` in `noise.robust_score`."""
     unknown = [x for x in sources if x not in TOOL_SOURCES]
     if unknown:
         raise ValueError(f"unknown tool pair source(s) {unknown}; available: {', '.join(TOOL_SOURCES)}")
@@ -227,7 +227,7 @@ def tool_pairs(scenarios: Sequence[dict], threads: Sequence[Mapping], traces: Se
 def _on_policy(row: dict, scenario: Scenario, player: str, samples: list, min_level_gap: int = 0,
                robust: bool = False) -> list[dict]:
     """Every two samples that score differently (their levels by at least `min_level_gap`; with `robust`, the
-    better also by `robust.MIN_MARGIN` in `robust_score`), the better against the worse, at the first turn where
+    better also by `noise.MIN_MARGIN` in `noise.robust_score`), the better against the worse, at the first turn where
     their decisions part; one pair per distinct (prompt, chosen, rejected)."""
     out, seen = [], set()
     convs = [thread_messages(scenario, thread) for thread, _ in samples]

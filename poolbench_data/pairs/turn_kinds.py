@@ -1,14 +1,14 @@
 """Which tool-track pairs to keep by the kinds of their two turns (a `ghost_ball` call, or the action).
 
-`balance_kinds`: of the pairs whose sides differ in kind, at most `check.MAX_TURN_KIND_SHARE` may choose the same
-kind; DPO on a set that mostly chose the call learned to call whatever the tool said (docs/training.md).
+`balance_kinds`: of the pairs whose sides differ in kind, at most `checks.pairs.MAX_TURN_KIND_SHARE` may choose the
+same kind; DPO on a set that mostly chooses the call learns to call whatever the tool says
+(docs/results.md#the-preference-pairs).
 
 `same_kind`: on-policy pairs whose sides are the same kind of turn (two calls, or two answers), the others kept.
 Where a board's samples part at a call against an answer, the call's side is scored by the one continuation that
-sample happened to write, not by what calling is worth. On the twelfth session's listed run 32 on-policy pairs
-were such (19 chose the answer), and DPO's model kicked after a closed report on 62 of 200 shots (SFT: 23), 27 of
-them with an own ball it had not called showing an open shot. The recovery and answer-now sources, which choose
-each kind as often, still teach when to call.
+sample happened to write, not by what calling is worth: DPO on such pairs answers after a closed report (a kick)
+more often than its SFT, often where an own ball it has not called shows an open shot. The recovery and
+answer-now sources, which choose each kind as often, still teach when to call.
 """
 
 from __future__ import annotations

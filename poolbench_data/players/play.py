@@ -125,7 +125,7 @@ def run_baselines(scenarios: Iterable[Scenario | tuple[str, int, str]], names: S
     """Yield one ScenarioRun per scenario (or board spec from
     boards.generate.iter_specs, drawn in the worker), in input order. Players, --workers
     (0: one per core) and the executor are checked now, before any board is
-    played. floor=False simulates every shot as before the simulation floor
+    played. floor=False simulates every shot, without the simulation floor
     (for benchmarks). The executor changes where boards run, never a result."""
     check_players(names)
     check_executor(executor, ray_address)

@@ -55,8 +55,8 @@ def _init_worker(parent: int):
 
 
 # The workers are the parallelism: a worker's numpy would otherwise start a
-# BLAS thread per core, and 2 workers ran 4 busy threads on 2 cores (12% more
-# CPU for the same boards, measured). Set only while the workers are spawned
+# BLAS thread per core, and 2 workers would run 4 busy threads on 2 cores (more
+# CPU for the same boards). Set only while the workers are spawned
 # (the child reads them at start; by its initializer numpy is loaded), and
 # never over a value the user set.
 _ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

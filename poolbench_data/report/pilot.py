@@ -14,15 +14,15 @@ from poolbench_data.core.records import NOT_FIRED
 from poolbench_data.players.pool import cores
 from poolbench_data.players.traces import load_traces
 
-# Written by the training scripts beside their checkpoints (training.common.write_batch_record): rows an
+# Written by the training scripts beside their checkpoints (finetune.common.write_batch_record): rows an
 # optimizer step consumes, so steps convert to examples without unpickling training_args.bin.
 BATCH_RECORD = "poolbench_batch.json"
 
 
 def examples_seen(run_dir: Path) -> int | None:
     """Rows a run (or one of its checkpoints) has trained on: global_step x the batch record's examples_per_step.
-    0 for a run that has not trained; None where the steps are known but the batch is not (a run from before the
-    record was written)."""
+    0 for a run that has not trained; None where the steps are known but the batch is not (a run without the
+    record)."""
     state = run_dir / "trainer_state.json"
     if not state.exists():
         return 0
@@ -134,7 +134,7 @@ def speeds_by_calls(rows: list[dict], threads: list[dict]) -> dict[str, dict[str
 
 
 def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
-    """The tool track's numbers in the shape of docs/results/tool_track_smollm2_135m_cpu.json (issue 20); a stage
+    """The tool track's numbers in the shape of docs/results/tool_track_smollm2_135m_cpu.json; a stage
     that did not run is null, never a zero. `available`: rows of the dataset's sft_tools and pairs_tools configs
     (None: not built)."""
     sft = load_traces(work / "sft" / "llm_traces.jsonl")
@@ -169,7 +169,7 @@ def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
 def tool_version(work: Path) -> str | None:
     """The ghost_ball version the track's evaluations played with (llm.tools.TOOL_VERSION), "mixed: ..." when
     they differ (a stage resumed from a run with another tool); None before any evaluation ran or where they did
-    not record it (results.json from before the field)."""
+    not record it (results.json without the field)."""
     found = {}
     for name in ("sft", "dpo", "grpo"):
         results = work / name / "results.json"
@@ -206,9 +206,9 @@ def scaling_table(work: Path) -> str:
 
 
 def stage_minutes(work: Path) -> dict[str, float | None]:
-    """Minutes each stage of this work_dir took, by its stamp (training.stamps), in the order they ran: the seconds
-    the loop recorded, or for a stamp from before they were kept, the time from the stamp before it (or the loop's
-    start) to its own; None where neither is known (a stage run by hand)."""
+    """Minutes each stage of this work_dir took, by its stamp (finetune.stamps), in the order they ran: the seconds
+    the loop recorded, or for a stamp without them (a version that keeps none), the time from the stamp before it
+    (or the loop's start) to its own; None where neither is known (a stage run by hand)."""
     stamps = sorted((work / "stamps").glob("*.json"), key=lambda p: p.stat().st_mtime)
     start = work / ".started"
     last = start.stat().st_mtime if start.exists() else None

@@ -1,9 +1,10 @@
 """The train boards on which a model's sampled answers score differently: where GRPO can learn.
 
 GRPO's advantage is relative within a board's rollouts, so a board whose rollouts all score the same gives no
-gradient at the cost of a full step (the twenty-fourth session of 2026-11-28: 13 of 20 one-board steps). A
-`poolbench eval --tools --samples K` run on train boards says beforehand which boards spread: those whose
-samples' physics levels (`pairs.physics_score`, the levels GRPO's reward gives) are not all equal.
+gradient at the cost of a full step, and over all train boards most one-board steps are such
+(docs/results.md#what-the-preference-data-carries). A `poolbench eval --tools --samples K` run on train boards
+says beforehand which boards spread: those whose samples' physics levels (`pairs.text.physics_score`, the levels
+GRPO's reward gives) are not all equal.
 """
 
 from __future__ import annotations

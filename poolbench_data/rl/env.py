@@ -108,13 +108,13 @@ def tool_physics_reward(completions, environments, **kwargs) -> list[float]:
 def weighted_reward(levels: tuple[float, float, float, float], unscored_calls: bool = False):
     """`tool_physics_reward` with each level (0 unparseable, 1 foul, 2 legal contact, 3 legal pot) scored
     `levels[level]`: the plain levels let GRPO trade a pot (3) for a contact (2) to lift an unparseable rollout
-    (0) of the same board (the twenty-fifth session); e.g. (0, 1, 2, 8) makes a pot worth far more. Logged under
-    the same name.
+    (0) of the same board (docs/results.md#preference-stages-from-the-same-tool-sft); e.g. (0, 1, 2, 8) makes a
+    pot worth far more. Logged under the same name.
 
     With `unscored_calls`, a rollout that ends on a call (at the cap, or out of tokens) gets None: TRL (>= 1.16)
     leaves it out of its board's baseline and gives it no advantage. One reward for the whole conversation
-    otherwise blames the calls before the last one too, which taught GRPO to stop calling a third ball where the
-    third call finds the pot (the twenty-fifth and twenty-sixth sessions)."""
+    otherwise blames the calls before the last one too, which teaches GRPO to stop calling a third ball where the
+    third call finds the pot (docs/results.md#preference-stages-from-the-same-tool-sft)."""
     def tool_physics_reward_(completions, environments, **kwargs) -> list[float | None]:
         scores = tool_physics_reward(completions, environments, **kwargs)
         return [None if unscored_calls and ends_on_call(c) else levels[int(x)]
