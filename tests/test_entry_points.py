@@ -6,7 +6,8 @@ worker pool, an engine or server client, a trainer, a loop stage): a wrong value
 unless the value is a documented valid one (VALID).
 
 New commands, scripts and flags are covered as they are added: the parsers are read from the entry points
-themselves."""
+themselves. The project's own entry points parse a frozen dataclass through poolbench_data.config (the parser
+keeps it as `config_class`); the TRL scripts parse TRL's dataclasses with TrlParser."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from poolbench_data.core import config as core_config
+from poolbench_data import config as project_config
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(str(p.relative_to(REPO)) for d in ("builders", "benchmarks", "analysis") for p in (REPO / d).glob("*.py"))
@@ -91,10 +92,11 @@ def _entry_points() -> dict:
 
     top = build_parser()
     subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
-    out = {f"poolbench {c}": ((lambda argv, c=c: cli_main([c, *argv])), subs[c], None) for c in COMMANDS}
+    out = {f"poolbench {c}": ((lambda argv, c=c: cli_main([c, *argv])), subs[c], _fields(subs[c])) for c in COMMANDS}
     for rel in [*SCRIPTS, "training/loop.py"]:
         module = _load(rel)
-        out[rel] = (module.main, _capture(module.main), None)
+        parser = _capture(module.main)
+        out[rel] = (module.main, parser, _fields(parser))
     for rel in TRAINING:
         module = _load(rel)
         parser = module.make_parser()
@@ -110,21 +112,27 @@ def _entry_points() -> dict:
     return out
 
 
+def _fields(parser) -> set[str]:
+    """The settings of a parser the configuration system made: its dataclass's fields."""
+    return {f.name for f in dataclasses.fields(parser.config_class)}
+
+
 def _capture(main) -> argparse.ArgumentParser:
-    """The parser a script builds, taken as it is about to parse (every script parses with core's Parser)."""
-    original = core_config.Parser.parse_args
+    """The parser a script builds, taken as it is about to parse (every script parses with poolbench_data.config's
+    Parser)."""
+    original = project_config.Parser.parse_args
 
     def grab(self, *a, **k):
         raise Captured(self)
 
-    core_config.Parser.parse_args = grab
+    project_config.Parser.parse_args = grab
     try:
         main([])
     except Captured as c:
         return c.parser
     finally:
-        core_config.Parser.parse_args = original
-    raise AssertionError(f"{main} did not parse with poolbench_data.core.config.Parser")
+        project_config.Parser.parse_args = original
+    raise AssertionError(f"{main} did not parse with poolbench_data.config.Parser")
 
 
 def _flags(parser, own):
@@ -243,8 +251,24 @@ def no_work(monkeypatch, tmp_path, inputs):
 
 def test_every_entry_point_is_walked():
     assert {"poolbench eval", "poolbench play", "builders/build_dataset.py", "training/loop.py",
-            "training/dpo.py", "benchmarks/bench_training.py"} <= set(ENTRY)
+            "training/dpo.py", "benchmarks/bench_training.py", "analysis/choice_rules.py"} <= set(ENTRY)
     assert len(CASES) > 300, len(CASES)
+
+
+def test_every_own_entry_point_reads_a_frozen_dataclass_with_help_on_each_field():
+    """One configuration system: each subcommand, builder, benchmark, analysis script and the loop has a parser
+    made from a frozen dataclass, every argument (but --config and --help) one of its fields, each with help."""
+    own = [label for label in ENTRY if label not in TRAINING]
+    assert len(own) == len(ENTRY) - len(TRAINING) >= 20
+    for label in own:
+        parser = ENTRY[label][1]
+        cls = parser.config_class
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, label
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        dests = {a.dest for a in parser._actions} - {"help", "config"}
+        assert dests == set(fields), (label, dests ^ set(fields))
+        assert all(f.metadata.get("help") for f in fields.values()), (label, [n for n, f in fields.items()
+                                                                              if not f.metadata.get("help")])
 
 
 def _files(root: Path) -> set[Path]:
