@@ -11,9 +11,17 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from poolbench_data.core.config import Parser
+
+@dataclass(frozen=True)
+class ScriptArguments:
+    """The ghost_ball tool's two aims, potted."""
+
+    dataset_dir: str = field(metadata={"help": "dataset folder with a train split (scenarios config)"})
+    boards: int = field(default=200, metadata={"help": "the first N train boards"})
+    eval_dir: str = field(default="", metadata={"help": "an `eval --tools` output folder to replay (optional)"})
 
 
 def aim_shots(scenario_rows) -> dict[str, int]:
@@ -30,9 +38,9 @@ def aim_shots(scenario_rows) -> dict[str, int]:
             if not clear(answer):
                 continue
             counts["clear_shots"] += 1
-            for field in ("aim_angle_deg", "potting_point_aim_angle_deg"):
-                text = format_action(Shot(phi=answer[field], V0=speed, target_ball=ball, target_pocket=pocket), s)
-                counts[field] += played(s, text)[1].clean_pot
+            for aim in ("aim_angle_deg", "potting_point_aim_angle_deg"):
+                text = format_action(Shot(phi=answer[aim], V0=speed, target_ball=ball, target_pocket=pocket), s)
+                counts[aim] += played(s, text)[1].clean_pot
     return counts
 
 
@@ -64,32 +72,32 @@ def replayed(eval_dir: Path) -> dict[str, int]:
     return counts
 
 
-def main(argv=None) -> int:
-    p = Parser(description=__doc__.splitlines()[0])
-    p.add_argument("--dataset_dir", required=True, help="dataset folder with a train split (scenarios config)")
-    p.add_argument("--boards", type=int, default=200, help="the first N train boards")
-    p.add_argument("--eval_dir", default="", help="an `eval --tools` output folder to replay (optional)")
-    a = p.parse_args(argv)
-    if a.boards < 1:
-        print("error: --boards must be >= 1", file=sys.stderr)
-        return 2
+def study(a: ScriptArguments) -> int:
+    from poolbench_data.core.errors import UserError, check_at_least
+    from poolbench_data.hub.folder import read_rows
+
+    check_at_least("--boards", a.boards, 1)
     for flag, path in (("--dataset_dir", a.dataset_dir), ("--eval_dir", a.eval_dir)):
         if path and not Path(path).is_dir():
-            print(f"error: {flag} {path} is not a folder", file=sys.stderr)
-            return 2
-    from poolbench_data.hub.folder import read_rows
+            raise UserError(f"{flag} {path} is not a folder")
 
     rows = read_rows(Path(a.dataset_dir), "scenarios", "train")[:a.boards]
     print(f"data: {a.dataset_dir} train, {len(rows)} boards")
     c = aim_shots(rows)
     print(f"{'aim':32}{'clear shots':>12}{'legal pots':>12}{'%':>8}")
-    for field in ("aim_angle_deg", "potting_point_aim_angle_deg"):
-        print(f"{field:32}{c['clear_shots']:>12}{c[field]:>12}{100 * c[field] / max(1, c['clear_shots']):>8.1f}")
+    for aim in ("aim_angle_deg", "potting_point_aim_angle_deg"):
+        print(f"{aim:32}{c['clear_shots']:>12}{c[aim]:>12}{100 * c[aim] / max(1, c['clear_shots']):>8.1f}")
     if a.eval_dir:
         r = replayed(Path(a.eval_dir))
         print(f"{a.eval_dir}: {r['shots']} shots, clean pots as played {r['clean_pot_as_played']}, "
               f"with the potting-point aim {r['clean_pot_potting_point']}")
     return 0
+
+
+def main(argv=None) -> int:
+    from poolbench_data.config import parse, run_main
+
+    return run_main(lambda: study(parse(ScriptArguments, argv, __doc__)))
 
 
 if __name__ == "__main__":

@@ -26,9 +26,8 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from poolbench_data.core.config import Parser
 
 KINDS = ("open", "kick", "closed, calls left", "closed, at cap", "aim not shown", "no action")
 
@@ -164,9 +163,9 @@ def shown_aims(calls) -> list[tuple[float, str, int, dict]]:
         if "error" in r:
             continue
         for s in r.get("shots", [r]):  # a ball's report, or one pocket's answer
-            for field in ("potting_point_aim_angle_deg", "aim_angle_deg"):
-                if field in s:
-                    out.append((s[field], "open" if s["open"] else "closed", r["calls_left"], r))
+            for aim in ("potting_point_aim_angle_deg", "aim_angle_deg"):
+                if aim in s:
+                    out.append((s[aim], "open" if s["open"] else "closed", r["calls_left"], r))
         if r.get("kick"):
             out.append((r["kick"]["aim_angle_deg"], "kick", r["calls_left"], r))
     return out
@@ -223,29 +222,29 @@ def choices(eval_dir: Path, boards: dict) -> dict[str, Counter]:
     return out
 
 
-def main(argv=None) -> int:
-    p = Parser(description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=int, default=200, help="the first N held-out boards (seed 0)")
-    p.add_argument("--eval_dir", action="append", default=[], help="an `eval --tools` output folder (repeatable)")
-    p.add_argument("--no_simulate", action="store_true", help="geometry only: skip the simulated ceiling")
-    p.add_argument("--speeds", action="store_true", help="also the listed procedure's first open shot at each "
-                   "speed from 3 to 12 m/s (SPEED_GRID)")
-    p.add_argument("--seed", type=int, default=0, help="the boards' base seed: 0, the held-out boards (needed with "
-                   "--eval_dir); 1, the pilot's train boards")
-    a = p.parse_args(argv)
-    if a.n < 1:
-        print("error: --n must be >= 1", file=sys.stderr)
-        return 2
-    if a.seed < 0:
-        print(f"error: --seed must be >= 0 (got {a.seed})", file=sys.stderr)
-        return 2
+@dataclass(frozen=True)
+class ScriptArguments:
+    """What a tool-using player can reach on the held-out boards, and where a model's shots went."""
+
+    n: int = field(default=200, metadata={"help": "the first N held-out boards (seed 0)"})
+    eval_dir: tuple[str, ...] = field(default=(), metadata={"help": "an `eval --tools` output folder"})
+    no_simulate: bool = field(default=False, metadata={"help": "geometry only: skip the simulated ceiling"})
+    speeds: bool = field(default=False, metadata={"help": "also the listed procedure's first open shot at each speed "
+                                                           "from 3 to 12 m/s (SPEED_GRID)"})
+    seed: int = field(default=0, metadata={"help": "the boards' base seed: 0, the held-out boards (needed with "
+                                                    "--eval_dir); 1, the pilot's train boards"})
+
+
+def study(a: ScriptArguments) -> int:
+    from poolbench_data.core.errors import UserError, check_at_least, check_seed
+
+    check_at_least("--n", a.n, 1)
+    check_seed("--seed", a.seed)
     if a.eval_dir and a.seed != 0:
-        print("error: --eval_dir reads shots on the held-out boards; leave --seed at 0 with it", file=sys.stderr)
-        return 2
+        raise UserError("--eval_dir reads shots on the held-out boards; leave --seed at 0 with it")
     for d in a.eval_dir:
         if not (Path(d) / "tool_calls.jsonl").is_file():
-            print(f"error: --eval_dir {d} has no tool_calls.jsonl (an `eval --tools` output folder)", file=sys.stderr)
-            return 2
+            raise UserError(f"--eval_dir {d} has no tool_calls.jsonl (an `eval --tools` output folder)")
     from poolbench_data.boards.generate import generate
     from poolbench_data.llm.tools import MAX_CALLS
 
@@ -272,6 +271,12 @@ def main(argv=None) -> int:
               f"{every['lowest-numbered own ball open']} (boards with an open own ball: "
               f"{every['boards with an open own ball']})")
     return 0
+
+
+def main(argv=None) -> int:
+    from poolbench_data.config import parse, run_main
+
+    return run_main(lambda: study(parse(ScriptArguments, argv, __doc__)))
 
 
 if __name__ == "__main__":

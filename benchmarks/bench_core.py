@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
+import sys
 import time
-
-from poolbench_data.core.config import Parser
+from dataclasses import dataclass, field
 
 
 def overhead(scenarios, shots) -> tuple[float, float]:
@@ -41,11 +41,14 @@ def cold_start_s() -> float:
     return float(out.strip().splitlines()[-1])
 
 
-def main(argv=None):
-    ap = Parser()
-    ap.add_argument("--n", type=int, default=50)
-    args = ap.parse_args(argv)
+@dataclass(frozen=True)
+class ScriptArguments:
+    """The core benchmark: simulate() against raw pooltool, Oracle simulations, baseline throughput."""
 
+    n: int = field(default=50, metadata={"help": "boards (the evaluation set's first N)"})
+
+
+def bench(args: ScriptArguments) -> int:
     from poolbench_data.players import DEFAULT_BASELINES, heuristic
     from poolbench_data.players.play import run_baselines
     from poolbench_data.boards.generate import generate
@@ -72,7 +75,14 @@ def main(argv=None):
     print(f"{'metric'.ljust(w)}  value\n{'-' * w}  -----")
     for k, v in rows:
         print(f"{k.ljust(w)}  {v}")
+    return 0
+
+
+def main(argv=None) -> int:
+    from poolbench_data.config import parse, run_main
+
+    return run_main(lambda: bench(parse(ScriptArguments, argv, __doc__)))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

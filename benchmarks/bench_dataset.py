@@ -13,8 +13,7 @@ import json
 import subprocess
 import sys
 import tempfile
-
-from poolbench_data.core.config import Parser
+from dataclasses import dataclass, field
 
 CHILD = """
 import json, resource, sys, threading, time
@@ -37,13 +36,23 @@ print(json.dumps({"seconds": dt, "counts": counts, "rss_quarters_mb": quarters,
 """
 
 
-def main(argv=None):
-    ap = Parser()
-    ap.add_argument("--sizes", default="200,1000")
-    ap.add_argument("--workers", type=int, default=2)
-    args = ap.parse_args(argv)
+@dataclass(frozen=True)
+class ScriptArguments:
+    """Dataset builds of each size in a fresh process: time, throughput, peak memory."""
+
+    sizes: str = field(default="200,1000", metadata={"help": "comma-separated train-split sizes, a build each"})
+    workers: int = field(default=2, metadata={"help": "worker processes of each build"})
+
+
+def bench(args: ScriptArguments) -> int:
+    from poolbench_data.core.errors import UserError
+
+    try:
+        sizes = [int(x) for x in args.sizes.split(",")]
+    except ValueError:
+        raise UserError(f"--sizes {args.sizes!r}: give comma-separated board counts, e.g. 200,1000") from None
     rows = []
-    for n in (int(x) for x in args.sizes.split(",")):
+    for n in sizes:
         with tempfile.TemporaryDirectory() as d:
             proc = subprocess.run([sys.executable, "-c", CHILD, str(n), str(args.workers), f"{d}/poolbench"],
                                   capture_output=True, text=True)
@@ -56,7 +65,14 @@ def main(argv=None):
           f"{'peak RSS worker MB':>18} {'trace rows':>10}  builder max RSS MB in each quarter of the run")
     for n, w, s, rate, m, c, t, q in rows:
         print(f"{n:>9} {w:>7} {s:>8.1f} {rate:>7.2f} {m:>16.0f} {c:>18.0f} {t:>10}  {q}")
+    return 0
+
+
+def main(argv=None) -> int:
+    from poolbench_data.config import parse, run_main
+
+    return run_main(lambda: bench(parse(ScriptArguments, argv, __doc__)))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -2,7 +2,7 @@
 python benchmarks/bench_floor.py [--n 60 --n_parallel 200 --n_long 1000]
 
 Builds the same boards (test split, every default baseline, labelled) with
-the floor off (every shot simulated, as before core.simcache) and on, and
+the floor off (every shot simulated, without core.simcache) and on, and
 prints simulations per board, boards/s, and the build's wall time over the
 time its remaining simulations take divided by the workers (1.0 = nothing
 but simulation). Simulation time is the CPU time of the simulating threads
@@ -17,11 +17,11 @@ ratio of a longer build, where they weigh less.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from poolbench_data.core.config import Parser
 
 
 def build(n: int, seed: int, workers: int, floor: bool) -> tuple[float, dict]:
@@ -34,13 +34,17 @@ def build(n: int, seed: int, workers: int, floor: bool) -> tuple[float, dict]:
         return time.perf_counter() - t0, counts["simulations"]
 
 
-def main(argv=None):
-    ap = Parser()
-    ap.add_argument("--n", type=int, default=60)
-    ap.add_argument("--seed", type=int, default=4242)
-    ap.add_argument("--n_parallel", type=int, default=200)
-    ap.add_argument("--n_long", type=int, default=1000)
-    args = ap.parse_args(argv)
+@dataclass(frozen=True)
+class ScriptArguments:
+    """The simulation floor off and on, in one run."""
+
+    n: int = field(default=60, metadata={"help": "boards of the 1-worker builds, floor off and on"})
+    seed: int = field(default=4242, metadata={"help": "the boards' base seed"})
+    n_parallel: int = field(default=200, metadata={"help": "boards of the 1- and 2-worker builds, floor on"})
+    n_long: int = field(default=1000, metadata={"help": "boards of the longer 2-worker build (0: skip it)"})
+
+
+def bench(args: ScriptArguments) -> int:
 
     build(3, args.seed + 1, 1, True)  # warm numba and caches
     w0, s0 = build(args.n, args.seed, 1, False)
@@ -77,7 +81,14 @@ def main(argv=None):
     print(f"{args.n} boards, seed {args.seed}\n{'metric'.ljust(w)}  value\n{'-' * w}  -----")
     for k, v in rows:
         print(f"{k.ljust(w)}  {v}")
+    return 0
+
+
+def main(argv=None) -> int:
+    from poolbench_data.config import parse, run_main
+
+    return run_main(lambda: bench(parse(ScriptArguments, argv, __doc__)))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

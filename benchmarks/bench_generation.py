@@ -23,14 +23,40 @@ A prompts file holds one conversation a line: a JSON list of
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from poolbench_data.core.config import Parser
+
+@dataclass(frozen=True)
+class ScriptArguments:
+    """Generation throughput: in-process vLLM against a plain transformers loop."""
+
+    model: str | None = field(default=None, metadata={"help": "HF folder or cached Hub id (default: embedded "
+                                                               "SmolLM2-135M)"})
+    prompts_file: str = field(default="", metadata={"help": "JSONL, one conversation a line ('': the first 8 "
+                                                             "benchmark boards' prompts)"})
+    max_tokens: int = field(default=128, metadata={"help": "token budget of each response"})
+    temperature: float = field(default=0.2, metadata={"help": "sampling temperature"})
+    seed: int = field(default=0, metadata={"help": "generation seed (per-request seeds derive from it)"})
+    backends: str = field(default="transformers,vllm", metadata={"help": "comma list of: transformers, vllm"})
+    max_model_len: int = field(default=2048, metadata={"help": "the vLLM engine's context length"})
+    kv_cache_gib: str = field(default="", metadata={"help": "comma list: one vLLM row per KV cache size in GiB ('' "
+                                                             "= the backend's default)"})
+    dtype: str = field(default="", metadata={"help": "vLLM dtype (e.g. float32 for an fp32 fine-tune; '' = auto)"})
+    tool_boards: int = field(default=0, metadata={"help": "play the first N evaluation boards with the ghost_ball "
+                                                           "tool instead of one batch"})
+    enforce_eager: bool = field(default=False, metadata={"help": "skip vLLM's torch.compile (faster start)"})
+    reserved_cpus: str = field(default="", metadata={"help": "comma list: one vLLM row per value of "
+                                                              "VLLM_CPU_NUM_OF_RESERVED_CPU, the cores the CPU engine "
+                                                              "keeps from its worker ('' = the project's default)"})
+    hf_dtype: str = field(default="float32", metadata={"help": "transformers' weights dtype",
+                                                       "choices": ("float32", "bfloat16")})
+    hf_threads: int = field(default=0, metadata={"help": "torch threads for transformers (0: default)"})
+    output: str = field(default="", metadata={"help": "also write the rows as JSON here ('': no file)"})
 
 
 def builtin_prompts(n: int = 8) -> list[list[dict[str, str]]]:
@@ -42,6 +68,10 @@ def builtin_prompts(n: int = 8) -> list[list[dict[str, str]]]:
 
 
 def load_prompts(path: Path) -> list[list[dict[str, str]]]:
+    from poolbench_data.core.errors import UserError
+
+    if not path.is_file():
+        raise UserError(f"--prompts_file {path}: no such file; give a JSONL file, one conversation a line")
     prompts = []
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
@@ -49,17 +79,15 @@ def load_prompts(path: Path) -> list[list[dict[str, str]]]:
         item = json.loads(line)
         messages = item.get("messages") if isinstance(item, dict) else item
         if not isinstance(messages, list) or not all(isinstance(m, dict) and "role" in m for m in messages):
-            raise SystemExit(
-                f"{path}:{lineno}: expected a JSON list of {{role, content}} messages "
-                'or an object with a "messages" list'
-            )
+            raise UserError(f"--prompts_file {path}:{lineno}: expected a JSON list of {{role, content}} messages "
+                            'or an object with a "messages" list')
         prompts.append(messages)
     if not prompts:
-        raise SystemExit(f"{path} holds no prompts")
+        raise UserError(f"--prompts_file {path} holds no prompts")
     return prompts
 
 
-def bench_transformers(model_dir: str, prompts: list, args: argparse.Namespace) -> dict[str, Any]:
+def bench_transformers(model_dir: str, prompts: list, args: ScriptArguments) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -103,7 +131,7 @@ def bench_transformers(model_dir: str, prompts: list, args: argparse.Namespace) 
     return {"backend": label, "startup_s": startup, "gen_s": elapsed, "tokens": tokens}
 
 
-def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace, reserved: str = "",
+def bench_vllm(model_dir: str, prompts: list, args: ScriptArguments, reserved: str = "",
                kv_cache_gib: float | None = None) -> dict[str, Any]:
     from poolbench_data.llm.vllm_backend import RESERVED_CPUS_ENV, VLLMBackend, environment
 
@@ -137,7 +165,7 @@ def bench_vllm(model_dir: str, prompts: list, args: argparse.Namespace, reserved
     }
 
 
-def play_tools(backend, args: argparse.Namespace) -> tuple[list, int, int]:
+def play_tools(backend, args: ScriptArguments) -> tuple[list, int, int]:
     """The tool condition's generation, as `poolbench eval --tools` runs it."""
     from poolbench_data.boards.generate import generate
     from poolbench_data.llm.player import EvalSettings, conversations
@@ -152,42 +180,23 @@ def play_tools(backend, args: argparse.Namespace) -> tuple[list, int, int]:
             sum(len(g.failures) for g in gens))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default=None, help="HF folder or cached Hub id (default: embedded SmolLM2-135M)")
-    parser.add_argument("--prompts_file", type=Path, help="JSONL, one conversation a line")
-    parser.add_argument("--max_tokens", type=int, default=128)
-    parser.add_argument("--temperature", type=float, default=0.2)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backends", default="transformers,vllm", help="comma list of: transformers, vllm")
-    parser.add_argument("--max_model_len", type=int, default=2048)
-    parser.add_argument("--kv_cache_gib", default="",
-                        help="comma list: one vLLM row per KV cache size in GiB ('' = the backend's default)")
-    parser.add_argument("--dtype", default="", help="vLLM dtype (e.g. float32 for an fp32 fine-tune; '' = auto)")
-    parser.add_argument("--tool_boards", type=int, default=0,
-                        help="play the first N evaluation boards with the ghost_ball tool instead of one batch")
-    parser.add_argument("--enforce_eager", action="store_true", help="skip vLLM's torch.compile (faster start)")
-    parser.add_argument("--reserved_cpus", default="",
-                        help="comma list: one vLLM row per value of VLLM_CPU_NUM_OF_RESERVED_CPU, the cores the CPU "
-                             "engine keeps from its worker ('' = the project's default)")
-    parser.add_argument("--hf_dtype", default="float32", choices=["float32", "bfloat16"])
-    parser.add_argument("--hf_threads", type=int, default=0, help="torch threads for transformers (0: default)")
-    parser.add_argument("--output", type=Path, help="also write the rows as JSON here")
-    args = parser.parse_args(argv)
-
+def bench(args: ScriptArguments) -> int:
+    from poolbench_data.core.errors import UserError
     from poolbench_data.llm import resolve_model
 
     try:
         sizes = [float(kv) if kv.strip() else None for kv in args.kv_cache_gib.split(",")]
     except ValueError:
-        parser.error(f"--kv_cache_gib: {args.kv_cache_gib!r} is not a comma list of GiB; write e.g. 1,8")
-    model_dir = resolve_model(args.model)
-    prompts = load_prompts(args.prompts_file) if args.prompts_file else builtin_prompts()
+        raise UserError(f"--kv_cache_gib: {args.kv_cache_gib!r} is not a comma list of GiB; write e.g. 1,8") from None
     runners = {"transformers": bench_transformers, "vllm": bench_vllm}
+    names = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = [name for name in names if name not in runners]
+    if unknown:  # before the model loads
+        raise UserError(f"--backends: unknown backend {unknown[0]!r}; choose from {sorted(runners)}")
+    model_dir = resolve_model(args.model)
+    prompts = load_prompts(Path(args.prompts_file)) if args.prompts_file else builtin_prompts()
     rows = []
-    for name in (b.strip() for b in args.backends.split(",") if b.strip()):
-        if name not in runners:
-            parser.error(f"--backends: unknown backend {name!r}; choose from {sorted(runners)}")
+    for name in names:
         print(f"running {name} on {len(prompts)} prompts ...", file=sys.stderr, flush=True)
         if name == "vllm":  # a row per (reserved cores, KV size); ("", None) is the defaults' one row
             rows += [bench_vllm(model_dir, prompts, args, r.strip(), kv)
@@ -212,8 +221,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{row['scenarios_per_s']:>8.2f} {row['tokens']:>7d} {row['tokens_per_s']:>8.1f} {same:>6}"
         )
     if args.output:
-        args.output.write_text(json.dumps({"model": model_dir, "prompts": len(prompts), "rows": rows}, indent=2))
+        Path(args.output).write_text(json.dumps({"model": model_dir, "prompts": len(prompts), "rows": rows}, indent=2))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from poolbench_data.config import parse, run_main
+
+    return run_main(lambda: bench(parse(ScriptArguments, argv, __doc__)))
 
 
 if __name__ == "__main__":  # vLLM spawns worker processes: keep the guard

@@ -11,13 +11,11 @@ count labels the same threads with `pairs.speed.speed_pairs` (63 simulations an 
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
+from dataclasses import dataclass, field
 
-from poolbench_data.core.config import Parser
-
-MODEL_SPEED = 5.0  # the speed the tool SFT model writes (every answer of the 2026-11-28 pilot)
+MODEL_SPEED = 5.0  # the speed the tool SFT model writes (docs/training.md)
 
 
 def thread_of(row: dict) -> tuple[dict, dict] | None:
@@ -46,21 +44,25 @@ def thread_of(row: dict) -> tuple[dict, dict] | None:
     return thread, trace
 
 
-def main(argv=None) -> int:
-    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--boards", type=int, default=60, help="train boards (seed 1) to make threads on")
-    p.add_argument("--workers", default="1,2", help="comma-separated worker counts, the first the baseline")
-    args = p.parse_args(argv)
+@dataclass(frozen=True)
+class ScriptArguments:
+    """Tool-speed pair labelling at several worker counts."""
+
+    boards: int = field(default=60, metadata={"help": "train boards (seed 1) to make threads on"})
+    workers: str = field(default="1,2", metadata={"help": "comma-separated worker counts, the first the baseline"})
+
+
+def bench(args: ScriptArguments) -> int:
+    from poolbench_data.core.errors import UserError
+
     try:
         counts = [int(w) for w in args.workers.split(",")]
     except ValueError:
         counts = []
-    problem = (f"--workers {args.workers!r}: give comma-separated counts >= 1, e.g. 1,2"
-               if not counts or min(counts) < 1 else f"--boards {args.boards}: give at least 1" if args.boards < 1
-               else "")
-    if problem:  # before any simulation
-        print(problem, file=sys.stderr)
-        return 2
+    if not counts or min(counts) < 1:  # before any simulation
+        raise UserError(f"--workers {args.workers!r}: give comma-separated counts >= 1, e.g. 1,2")
+    if args.boards < 1:
+        raise UserError(f"--boards {args.boards}: give at least 1")
     from poolbench_data.boards.generate import generate
     from poolbench_data.players.pool import cores
     from poolbench_data.pairs.speed import speed_pairs
@@ -82,6 +84,12 @@ def main(argv=None) -> int:
         print(f"{w:>7} {seconds:>8.1f} {seconds / max(1, len(threads)):>9.2f} {first[0] / seconds:>7.2f}x "
               f"{len(pairs):>6}  {pairs == first[1]}")
     return 0
+
+
+def main(argv=None) -> int:
+    from poolbench_data.config import parse, run_main
+
+    return run_main(lambda: bench(parse(ScriptArguments, argv, __doc__)))
 
 
 if __name__ == "__main__":

@@ -2,23 +2,23 @@
 
     python benchmarks/bench_training.py                       # the recipes as shipped: sft, dpo
     python benchmarks/bench_training.py --settings sft:fullhead,sft,dpo:fullhead:ref,dpo --json rows.json
-    python benchmarks/bench_training.py --steps 2 --settings sft:fullhead:emulated   # the pre-issue-19 SFT recipe
+    python benchmarks/bench_training.py --steps 2 --settings sft:fullhead:emulated   # full head, emulated bf16
 
 A setting is `sft` or `dpo` (its CPU recipe, training/recipes/) followed by
 flags, each one change to the recipe, so a row per flag measures that change
 alone and the ratios come from one run:
     lora / full        LoRA r16 / all weights          fp32 / bf16w   float32 / bfloat16 weights
     amp / noamp        bf16 autocast on / off          ckpt / nockpt  gradient checkpointing on / off
-    fullhead           TRL's CPU LM head over every position (compact_lm_head false: the old path)
+    fullhead           TRL's CPU LM head over every position (compact_lm_head false)
     ref / precompute   DPO reference forward every step / reference log-probs computed once, before training
-    emulated           keep bf16 on a CPU without native bf16 (cpu_fp32_fallback false: the old behaviour)
+    emulated           keep bf16 on a CPU without native bf16 (cpu_fp32_fallback false)
     compile            torch.compile (TrainingArguments.torch_compile)
     eager              the eager attention kernel instead of SDPA
     share / noshare    each DPO pair's prompt / the prefix an SFT batch shares through the model once (share_prompt)
     b1 ... b4, b8      1 ... 4 or 8 rows a batch (default: the recipe's per_device_train_batch_size): --steps / N
                        steps of N rows, so every setting trains on the same rows
     a2, a4             2 or 4 batches accumulated an optimizer step (default 1): b1:a4 is a pair a batch, 4 pairs
-                       a step, as the tool DPO recipe ran before its 4 pairs went in one batch
+                       a step, against the tool DPO recipe's 4 pairs in one batch
 
 Each setting runs the real script (training/sft.py, training/dpo.py) in its
 own process on real PoolBench rows (prompts of ~1,450 tokens), one batch (the
@@ -30,16 +30,14 @@ log-probs are computed there (model loading included: a slight overcharge).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from poolbench_data.core.config import Parser
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = {"sft": "training/recipes/sft-smollm2-135m-cpu.yaml", "dpo": "training/recipes/smollm2-135m-cpu.yaml"}
@@ -94,8 +92,9 @@ def make_dataset(root: Path, boards: int) -> Path:
 
 
 def usage_error(message: str) -> None:
-    print(message, file=sys.stderr)
-    raise SystemExit(2)
+    from poolbench_data.core.errors import UserError
+
+    raise UserError(message)
 
 
 def setting_args(setting: str) -> tuple[str, list[str]]:
@@ -215,17 +214,24 @@ def print_rows(rows: list[dict], steps: int, capability: str, native_bf16: bool)
               f"{r['peak_rss_gb']:>12.2f} {r['wall_s']:>8.0f}  {how}")
 
 
-def main(argv=None) -> list[dict]:
-    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=4,
-                   help="rows each setting trains on: steps of its batch's rows (a batch of N runs steps/N steps)")
-    p.add_argument("--settings", default=DEFAULT_SETTINGS,
-                   help="comma list of sft|dpo[:flag...] (flags in the module doc); default: the recipes as shipped")
-    p.add_argument("--boards", type=int, default=8, help="training boards in the benchmark's dataset")
-    p.add_argument("--json", type=Path, default=None, help="also write the rows to this file (a list of objects)")
-    p.add_argument("--floor", action="store_true",
-                   help="also print the arithmetic floor of a demonstration (FLOPs over measured GEMM throughput)")
-    args = p.parse_args(argv)
+@dataclass(frozen=True)
+class ScriptArguments:
+    """Training cost: seconds per SFT demonstration and per DPO pair, peak RSS."""
+
+    steps: int = field(default=4, metadata={"help": "rows each setting trains on: steps of its batch's rows (a batch "
+                                                     "of N runs steps/N steps)"})
+    settings: str = field(default=DEFAULT_SETTINGS, metadata={"help": "comma list of sft|dpo[:flag...] (flags in the "
+                                                                       "module doc); default: the recipes as shipped"})
+    boards: int = field(default=8, metadata={"help": "training boards in the benchmark's dataset"})
+    json: str = field(default="", metadata={"help": "also write the rows to this file (a list of objects; '': no "
+                                                     "file)"})
+    floor: bool = field(default=False, metadata={"help": "also print the arithmetic floor of a demonstration (FLOPs "
+                                                          "over measured GEMM throughput)"})
+
+
+def bench(args: ScriptArguments) -> list[dict]:
+    """Every setting checked before any training, then each trained in its own process; the rows."""
+    json_path = Path(args.json) if args.json else None
     settings = [s for s in args.settings.split(",") if s]
     for s in settings:  # every mistake before minutes of work
         kind, flag_args = setting_args(s)
@@ -233,8 +239,8 @@ def main(argv=None) -> list[dict]:
         if args.steps % per_step:
             usage_error(f"--steps {args.steps}: {s!r} trains {per_step} rows a step. Fix: pass a --steps that every "
                         "setting's rows a step divide.")
-    if args.json is not None and not args.json.parent.is_dir():
-        usage_error(f"--json: folder {args.json.parent} does not exist. Fix: create it or pick another path.")
+    if json_path is not None and not json_path.parent.is_dir():
+        usage_error(f"--json: folder {json_path.parent} does not exist. Fix: create it or pick another path.")
     from poolbench_data.llm.model import cpu_has_native_bf16
 
     rows = []
@@ -253,10 +259,20 @@ def main(argv=None) -> list[dict]:
               f"{fl['tflop']:.2f} TFLOP; GEMMs on the model's shapes: float32 {fl['float32_gemm_gflops']:.0f} GFLOP/s "
               f"-> {fl['float32_floor_s']:.1f} s, bfloat16 {fl['bfloat16_gemm_gflops']:.0f} GFLOP/s -> "
               f"{fl['bfloat16_floor_s']:.1f} s")
-    if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    if json_path is not None:
+        json_path.write_text(json.dumps(rows, indent=1) + "\n")
     return rows
 
 
+def main(argv=None) -> int:
+    from poolbench_data.config import parse, run_main
+
+    def go() -> int:
+        bench(parse(ScriptArguments, argv, __doc__))  # the rows: for a caller of bench(); printed here
+        return 0
+
+    return run_main(go)
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -25,7 +25,7 @@ from poolbench_data.hub.push import PushArguments
 from poolbench_data.players import DEFAULT_BASELINES
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScriptArguments(PushArguments):
     """Build the PoolBench scenarios and traces configs."""
 
@@ -81,7 +81,7 @@ def build(args: ScriptArguments) -> None:
 
 
 def main(argv=None) -> int:
-    from poolbench_data.core.config import parse, run_main
+    from poolbench_data.config import parse, run_main
 
     return run_main(lambda: build(parse(ScriptArguments, argv)))
 

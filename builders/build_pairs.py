@@ -13,12 +13,12 @@ Tool-track pairs (the `pairs_tools` config), from a tool-using model's own sampl
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from poolbench_data.hub.push import PushArguments
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScriptArguments(PushArguments):
     """Build the PoolBench pairs config from the traces of the train split."""
 
@@ -91,7 +91,7 @@ def build(args: ScriptArguments) -> None:
         raise UserError(f"--tool_min_level_gap must be 0, 1, 2 or 3 (levels: unparseable 0, foul 1, legal contact "
                         f"2, legal pot 3); got {args.tool_min_level_gap}")
     speeds = list(check_speeds("--tool_speeds", args.tool_speeds))
-    args.workers = resolve_workers(args.workers)  # a negative count: one line naming --workers, exit 2
+    args = replace(args, workers=resolve_workers(args.workers))  # a negative count: one line naming --workers
     if args.split in EVAL_SPLITS:
         raise UserError(f"--split {args.split}: pairs from an evaluation split would train on the evaluation "
                         "boards; use --split train")
@@ -194,7 +194,7 @@ def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sourc
 
 
 def main(argv=None) -> int:
-    from poolbench_data.core.config import parse, run_main
+    from poolbench_data.config import parse, run_main
 
     return run_main(lambda: build(parse(ScriptArguments, argv)))
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from poolbench_data.hub.push import PushArguments
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScriptArguments(PushArguments):
     """Build the PoolBench sft config from the Oracle's traces on the train split."""
 
@@ -108,7 +108,7 @@ def build(args: ScriptArguments) -> None:
 
 
 def main(argv=None) -> int:
-    from poolbench_data.core.config import parse, run_main
+    from poolbench_data.config import parse, run_main
 
     return run_main(lambda: build(parse(ScriptArguments, argv)))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from poolbench_data.hub.push import PushArguments
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScriptArguments(PushArguments):
     """Merge K shard folders into one PoolBench dataset folder."""
 
@@ -36,7 +36,7 @@ def merge(args: ScriptArguments) -> None:
 
 
 def main(argv=None) -> int:
-    from poolbench_data.core.config import parse, run_main
+    from poolbench_data.config import parse, run_main
 
     return run_main(lambda: merge(parse(ScriptArguments, argv)))
 

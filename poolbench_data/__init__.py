@@ -16,8 +16,10 @@ categories, pottability) -> players (baselines, the play loop, diagnostics)
 and protocol (prompts, parsing) -> llm (backends, the LLM player) and report
 (tables, stats, rendering) -> demos (SFT demonstrations) -> checks (what
 every training set passes) -> pairs (preference pairs) -> hub (datasets) and
-rl (the TRL environment, rewards) -> evaluation (`evaluate(config)`) -> cli
-and finetune (what the training/ scripts share).
+rl (the TRL environment, rewards) -> evaluation (`evaluate(config)`, the
+baselines, re-scoring) -> human (the human baseline) and config (the one
+configuration system of the entry points) -> cli and finetune (what the
+training/ scripts share).
 
 Heavy dependencies (vllm, torch, trl) are imported lazily inside the modules
 that need them, so the core runs without them.

@@ -12,7 +12,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from poolbench_data.core import config as core_config
+from poolbench_data import config as project_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,20 +41,20 @@ def load_script(rel: str):
 
 
 def capture_parser(main) -> argparse.ArgumentParser:
-    """The parser `main` builds, taken as it is about to parse (every script parses with core's Parser)."""
-    original = core_config.Parser.parse_args
+    """The parser `main` builds, taken as it is about to parse (every script parses with the config module's Parser)."""
+    original = project_config.Parser.parse_args
 
     def grab(self, *a, **k):
         raise Captured(self)
 
-    core_config.Parser.parse_args = grab
+    project_config.Parser.parse_args = grab
     try:
         main([])
     except Captured as c:
         return c.parser
     finally:
-        core_config.Parser.parse_args = original
-    raise AssertionError(f"{main} did not parse with poolbench_data.core.config.Parser")
+        project_config.Parser.parse_args = original
+    raise AssertionError(f"{main} did not parse with poolbench_data.config.Parser")
 
 
 def is_trl_script(module) -> bool:

@@ -176,7 +176,7 @@ def _parse(parser: argparse.ArgumentParser, args: list[str]) -> str | None:
 def _recipe(parser, args: list[str], name: str) -> tuple[list[str], str | None]:
     """A TRL script's --config, as TrlParser reads it: taken out of the arguments; the file must exist and
     hold only the parser's settings."""
-    from poolbench_data.core.config import check_known, yaml_settings
+    from poolbench_data.config import check_known, yaml_settings
     from poolbench_data.core.errors import UserError
 
     if "--config" not in args[:-1]:

@@ -6,7 +6,8 @@ worker pool, an engine or server client, a trainer, a loop stage): a wrong value
 unless the value is a documented valid one (VALID).
 
 New commands, scripts and flags are covered as they are added: the parsers are read from the entry points
-themselves."""
+themselves. The project's own entry points parse a frozen dataclass through poolbench_data.config (the parser
+keeps it as `config_class`); the TRL scripts parse TRL's dataclasses with TrlParser."""
 
 from __future__ import annotations
 
@@ -208,8 +209,24 @@ def no_work(monkeypatch, tmp_path, inputs):
 
 def test_every_entry_point_is_walked():
     assert {"poolbench eval", "poolbench play", "builders/build_dataset.py", "training/loop.py",
-            "training/dpo.py", "benchmarks/bench_training.py"} <= set(ENTRY)
+            "training/dpo.py", "benchmarks/bench_training.py", "analysis/choice_rules.py"} <= set(ENTRY)
     assert len(CASES) > 300, len(CASES)
+
+
+def test_every_own_entry_point_reads_a_frozen_dataclass_with_help_on_each_field():
+    """One configuration system: each subcommand, builder, benchmark, analysis script and the loop has a parser
+    made from a frozen dataclass, every argument (but --config and --help) one of its fields, each with help."""
+    own = [label for label in ENTRY if label not in TRAINING]
+    assert len(own) == len(ENTRY) - len(TRAINING) >= 20
+    for label in own:
+        parser = ENTRY[label][1]
+        cls = parser.config_class
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, label
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        dests = {a.dest for a in parser._actions} - {"help", "config"}
+        assert dests == set(fields), (label, dests ^ set(fields))
+        assert all(f.metadata.get("help") for f in fields.values()), (label, [n for n, f in fields.items()
+                                                                              if not f.metadata.get("help")])
 
 
 def _files(root: Path) -> set[Path]:

@@ -61,13 +61,13 @@ def test_no_module_but_the_registry_branches_on_a_backends_name():
 
 def test_a_yaml_config_and_flags_make_one_config(tmp_path, capsys):
     from poolbench_data.cli import build_parser, main
-    from poolbench_data.evaluation.config import from_namespace, write_yaml
+    from poolbench_data.config import from_namespace, write_yaml
 
     path = tmp_path / "eval.yaml"
     write_yaml(EvalConfig(n=7, tools=True, temperature=0.5, model_args="dtype=float32"), path)
-    config = from_namespace(build_parser().parse_args(["eval", "--config", str(path), "--n", "9"]))
+    config = from_namespace(EvalConfig, build_parser().parse_args(["eval", "--config", str(path), "--n", "9"]))
     assert config == EvalConfig(n=9, tools=True, temperature=0.5, model_args="dtype=float32")  # the flag wins
-    assert from_namespace(build_parser().parse_args(["eval"])) == EvalConfig()
+    assert from_namespace(EvalConfig, build_parser().parse_args(["eval"])) == EvalConfig()
     for text, words in (("n: seven\n", "n is 'seven', expected int"), ("tool: true\n", "did you mean 'tools'"),
                         ("- 1\n", "not `field: value`"), ("temperature: [1\n", "is not YAML")):
         path.write_text(text)

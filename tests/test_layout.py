@@ -94,3 +94,24 @@ def test_training_scripts_are_thin_and_import_the_package_as_installed():
         body = tree.body[1:] if ast.get_docstring(tree) else tree.body
         code = sum(node.end_lineno - node.lineno + 1 for node in body)
         assert code <= 150, f"{script.name}: {code} lines of code besides its docstring; move the logic to the package"
+
+
+def test_scripts_are_short_and_import_the_package_as_installed():
+    """builders/, benchmarks/ and analysis/ hold thin scripts: each under the modules' line limit (what they
+    share lives in the package), none editing sys.path to find it."""
+    for folder in ("builders", "benchmarks", "analysis"):
+        for script in sorted((ROOT / folder).glob("*.py")):
+            text = script.read_text()
+            lines = len(text.splitlines())
+            assert lines <= MAX_LINES, f"{folder}/{script.name}: {lines} lines (limit {MAX_LINES}); split it"
+            assert "sys.path" not in text, f"{folder}/{script.name} edits sys.path"
+
+
+def test_arguments_are_read_by_the_configuration_system_only():
+    """One configuration system: no entry point adds its own argparse arguments; poolbench_data/config.py makes
+    every parser from a dataclass (the TRL scripts use TRL's TrlParser, which does the same)."""
+    sources = [p for folder in ("poolbench_data", "builders", "benchmarks", "analysis", "training")
+               for p in (ROOT / folder).rglob("*.py")]
+    found = [p.relative_to(ROOT).as_posix() for p in sources
+             if "add_argument(" in p.read_text() and p != PACKAGE / "config.py"]
+    assert not found, f"parse with poolbench_data.config (a frozen dataclass) instead: {found}"

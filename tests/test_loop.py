@@ -195,7 +195,8 @@ def test_a_failing_stage_is_one_line_with_its_log(tmp_path, capsys):
 
 
 def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation(tmp_path):
-    from poolbench_data.evaluation.config import EvalConfig, read_yaml
+    from poolbench_data.config import read_yaml
+    from poolbench_data.evaluation.config import EvalConfig
 
     loop = _loop()
     sources = "tool-on-policy,tool-at-cap,tool-recovery,tool-answer"
@@ -208,7 +209,7 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
         getattr(runner, stage)()
     samples, pairs, dpo, evaluation = ran
     # The evaluations are handed a config file that `poolbench eval --config` reads back.
-    sampled = EvalConfig(**read_yaml(samples[samples.index("--config") + 1]))
+    sampled = EvalConfig(**read_yaml(samples[samples.index("--config") + 1], EvalConfig))
     assert sampled.tools and not sampled.dataset_dir and sampled.samples == 4 and sampled.seed == 1
     assert sampled.model == str(tmp_path / "sft" / "merged") and sampled.out == str(tmp_path / "samples")
     # Sampling in the CPU's bf16 where it is native (vLLM's auto), the held-out evaluations in fp32.
@@ -217,7 +218,7 @@ def test_tool_track_preference_stages_chain_samples_pairs_dpo_and_its_evaluation
     assert pairs[pairs.index("--tool_sources") + 1] == sources
     assert dpo[dpo.index("--config") + 1] == "training/recipes/dpo-tools-smollm2-135m-cpu.yaml"
     assert "--max_steps" not in dpo and dpo[dpo.index("--model_name_or_path") + 1] == str(tmp_path / "sft" / "merged")
-    held_out = EvalConfig(**read_yaml(evaluation[evaluation.index("--config") + 1]))
+    held_out = EvalConfig(**read_yaml(evaluation[evaluation.index("--config") + 1], EvalConfig))
     assert held_out.tools and held_out.out == str(tmp_path / "dpo") and held_out.model == str(tmp_path / "dpo" / "merged")
     assert held_out.baselines == loop.TOOL_BASELINES
     assert held_out.model_args == "dtype=float32,enforce_eager=True,kv_cache_gib=8"

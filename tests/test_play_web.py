@@ -146,7 +146,7 @@ def test_a_person_plays_three_boards_in_a_browser(tmp_path, browser):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
-    from poolbench_data.cli.human import outcome, verdict
+    from poolbench_data.human.answers import outcome, verdict
     from poolbench_data.core.geometry import angle_deg
     from poolbench_data.players.baselines import oracle
     from poolbench_data.protocol.prompts import format_action

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from poolbench_data.protocol.prompts import format_action
 REPO = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("tool_reach", REPO / "analysis" / "tool_reach.py")
 bench = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = bench  # the arguments dataclass is resolved through its module
 spec.loader.exec_module(bench)
 BOARDS = generate(12)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from itertools import islice
 
 import numpy as np
@@ -96,6 +97,24 @@ def iter_specs(n: int = DEFAULT_N, base_seed: int = DEFAULT_SEED, start: int = 0
         raise ValueError(f"base_seed={base_seed} must be in [0, 2**63 - 1]")
     return ((c, scenario_seed(base_seed, k), scenario_id(base_seed, k))
             for k, c in zip(range(start, start + n), iter_categories(start)))
+
+
+@dataclass(frozen=True)
+class ScenariosConfig:
+    """Print scenarios as JSON lines (`poolbench scenarios`)."""
+
+    n: int = field(default=DEFAULT_N, metadata={"help": "scenarios (default: the paper's 50)"})
+    seed: int = field(default=DEFAULT_SEED, metadata={"help": "scenario base seed (default: the evaluation set)"})
+
+
+def scenarios(config: ScenariosConfig) -> Iterator[Scenario]:
+    """The config's boards, checked first (a mistake is one UserError before any board), then made one at a
+    time as they are read: what `poolbench scenarios` streams."""
+    from poolbench_data.core.errors import check_at_least, check_seed
+
+    check_at_least("--n", config.n, 1)
+    check_seed("--seed", config.seed)
+    return iter_scenarios(config.n, config.seed)
 
 
 def generate_scenario(category: str, seed: int, id: str) -> Scenario:

@@ -10,7 +10,10 @@
   poolbench figures    figures of a run (Table-1 bars, boards, before/after, training curves)
 
 Flags use underscores (--max_tokens, --dataset_dir), as TRL and
-lm-evaluation-harness do.
+lm-evaluation-harness do; each command's flags are the fields of its config
+dataclass, and --config FILE.yaml gives any of them (flags override it).
+Each command is a thin wrapper over a library function that takes that
+config and returns a result (`evaluate(EvalConfig)`, `baselines(BaselineConfig)`, ...).
 """
 
 from __future__ import annotations
@@ -32,42 +35,26 @@ COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from poolbench_data.core.config import Parser
+    """One subparser per command, made from its config dataclass (`CONFIG` of poolbench_data.cli.<command>)."""
+    from poolbench_data.config import Parser, add_arguments
 
     p = Parser(prog="poolbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in COMMANDS.items():
         module = importlib.import_module(f"poolbench_data.cli.{name}")
-        sp = sub.add_parser(name, help=help_text)
-        module.add_arguments(sp)
-        sp.set_defaults(fn=module.run)
+        sp = sub.add_parser(name, help=help_text, description=module.CONFIG.__doc__)
+        add_arguments(sp, module.CONFIG)
+        sp.set_defaults(_run=module.run, _config_class=module.CONFIG, _prog=sp.prog)  # no field has these names
     return p
 
 
-def check_common(args) -> None:
-    """The flags several commands share, checked before any command starts work."""
-    from poolbench_data.core.errors import check_at_least, check_seed
-
-    if hasattr(args, "n"):
-        check_at_least("--n", args.n, 1)
-    if hasattr(args, "seed"):
-        check_seed("--seed", args.seed)
-    if hasattr(args, "workers"):
-        from poolbench_data.players.pool import resolve_workers
-
-        resolve_workers(args.workers)
-
-
 def main(argv=None) -> int:
-    from poolbench_data.core.config import run_main
+    """`poolbench COMMAND ...`: parse, make the command's config (a mistake in it, or in its --config file, is
+    one line and exit 2), run the command's library function."""
+    from poolbench_data.config import from_namespace, run_main
 
     args = build_parser().parse_args(argv)
-
-    def command():
-        check_common(args)
-        return args.fn(args)
-
-    return run_main(command)
+    return run_main(lambda: args._run(from_namespace(args._config_class, args, args._prog)))
 
 
 if __name__ == "__main__":

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import sys
 
-
-def add_arguments(p) -> None:
-    from poolbench_data.evaluation.config import add_arguments
-
-    add_arguments(p)
+from poolbench_data.evaluation.config import EvalConfig as CONFIG
 
 
-def run(args) -> int:
+def run(config: CONFIG) -> int:
     from poolbench_data.evaluation import evaluate
-    from poolbench_data.evaluation.config import from_namespace
 
-    return exit_code(evaluate(from_namespace(args)))
+    return exit_code(evaluate(config))
 
 
 def exit_code(result) -> int:

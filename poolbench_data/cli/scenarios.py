@@ -1,18 +1,13 @@
-"""`poolbench scenarios`: generated boards as JSON lines (streamed)."""
+"""`poolbench scenarios`: generated boards as JSON lines, streamed (`boards.generate.scenarios`)."""
 
 from __future__ import annotations
 
-from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
+from poolbench_data.boards.generate import ScenariosConfig as CONFIG
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--n", type=int, default=DEFAULT_N)
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED)
+def run(config: CONFIG) -> int:
+    from poolbench_data.boards.generate import scenarios
 
-
-def run(args) -> int:
-    from poolbench_data.boards.generate import iter_scenarios
-
-    for s in iter_scenarios(args.n, args.seed):
+    for s in scenarios(config):
         print(s.to_json(), flush=False)
     return 0

@@ -1,5 +1,5 @@
 """A user's mistake, and the checks that name the field and the fix: any layer raises them, the command
-line prints one line and exits 2 (core.config.run_main)."""
+line prints one line and exits 2 (poolbench_data.config.run_main)."""
 
 from __future__ import annotations
 

@@ -5,10 +5,16 @@
     print(result.report)
     result.summary[result.name]["overall"]["clean_pot"]
 
-`poolbench eval` and `poolbench score` are thin wrappers over `evaluate`.
+The same shape for the baselines alone (`baselines(BaselineConfig)`), the angle-rounding ablation
+(`rounding(RoundingConfig)`) and stored responses scored again (`rescore(ScoreConfig)`, an `evaluate` with the
+replay backend). `poolbench eval`, `baseline`, `rounding` and `score` are thin wrappers over them.
 """
 
+from poolbench_data.evaluation.baselines import BaselineConfig, BaselineResult, baselines
 from poolbench_data.evaluation.config import EvalConfig
+from poolbench_data.evaluation.rescore import ScoreConfig, rescore
+from poolbench_data.evaluation.rounding import RoundingConfig, RoundingResult, rounding
 from poolbench_data.evaluation.run import EvalResult, evaluate
 
-__all__ = ["EvalConfig", "EvalResult", "evaluate"]
+__all__ = ["BaselineConfig", "BaselineResult", "EvalConfig", "EvalResult", "RoundingConfig", "RoundingResult",
+           "ScoreConfig", "baselines", "evaluate", "rescore", "rounding"]

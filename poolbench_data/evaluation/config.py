@@ -1,13 +1,12 @@
-"""Everything an evaluation takes, in one frozen record: `poolbench eval`'s flags are its fields (the parser
-is generated from them), a YAML file can hold them (`--config`, flags on the command line win, as TRL's
-recipes), and `evaluate(config)` checks it before any work."""
+"""Everything an evaluation takes, in one frozen record: `poolbench eval`'s flags are its fields (the
+configuration system, poolbench_data.config, makes the parser from them), a YAML file can hold them (`--config`,
+flags on the command line win, as TRL's recipes), and `evaluate(config)` checks it before any work."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
-from poolbench_data.core import config
 from poolbench_data.llm.registry import BACKENDS
 from poolbench_data.llm.tools import MAX_CALLS
 from poolbench_data.players import EVAL_BASELINES
@@ -75,23 +74,3 @@ class EvalConfig:
                                             "within --max_tokens; tokens spent reasoning are reported in "
                                             "results.json's usage")
 
-
-COMMAND = "poolbench eval"
-
-
-def add_arguments(parser) -> None:
-    """--config, then one flag per field (core.config: the one configuration system)."""
-    config.add_arguments(parser, EvalConfig)
-
-
-def from_namespace(ns) -> EvalConfig:
-    """The config of parsed flags: the --config file's values, then every flag given."""
-    return config.from_namespace(EvalConfig, ns, COMMAND)
-
-
-def read_yaml(path: str) -> dict:
-    """A YAML file's `poolbench eval` settings, each checked against its field's type."""
-    return config.read_yaml(path, EvalConfig, COMMAND)
-
-
-write_yaml = config.write_yaml

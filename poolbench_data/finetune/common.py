@@ -12,7 +12,7 @@ from typing import Any
 
 from trl import ModelConfig, ScriptArguments
 
-from poolbench_data.core.config import in_project_style
+from poolbench_data.config import in_project_style
 from poolbench_data.report.pilot import BATCH_RECORD  # the loop reads what write_batch_record writes
 from poolbench_data.finetune.speed import (  # noqa: F401 - the scripts' API
     apply_speed_settings,

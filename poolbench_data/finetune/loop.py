@@ -10,11 +10,11 @@ import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from poolbench_data.boards.splits import EVAL_SEED
-from poolbench_data.core.config import parse, run_main
+from poolbench_data.config import parse, run_main
 from poolbench_data.core.errors import UserError, check_at_least, check_seed
 from poolbench_data.core.shutdown import stop_group, terminate_as_exit
 from poolbench_data.llm.model import EMBEDDED, resolve_model
@@ -31,7 +31,7 @@ TRACKS = {"free_text": STAGES, "tools": TOOL_STAGES}
 TOOL_BASELINES = "oracle,heuristic-centre,heuristic,random"
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoopArguments:
     """Run the PoolBench training loop end to end (resumable, stage by stage)."""
 
@@ -152,10 +152,10 @@ class Loop:
     def evaluate(self, out: Path, inputs: tuple[str, ...], model_args: str = "", **settings) -> None:
         """`poolbench eval` in its own process (its engine's memory goes with it), from WORK_DIR/configs/<OUT>.yaml;
         skipped where OUT holds its traces."""
-        from dataclasses import asdict
         from functools import partial
 
-        from poolbench_data.evaluation.config import EvalConfig, write_yaml
+        from poolbench_data.config import write_yaml
+        from poolbench_data.evaluation.config import EvalConfig
 
         config = EvalConfig(out=str(out), model_args=model_args or self.a.eval_model_args, quiet=True, **settings)
         path = self.work / "configs" / f"{out.name}.yaml"  # written for a run only: it says what built OUT
@@ -343,7 +343,7 @@ def check_inputs(loop: Loop) -> None:
         path = getattr(a, name)
         if path != EMBEDDED and (path or name == "model"):  # free_text_model '' means none; --model '' is a mistake
             try:  # a local folder is made absolute: the stages run from the repository root
-                setattr(a, name, resolve_model(path, field=f"--{name}"))
+                loop.a = replace(loop.a, **{name: resolve_model(path, field=f"--{name}")})
             except (OSError, ValueError) as e:
                 raise UserError(str(e)) from None
     if a.results_json:

@@ -19,7 +19,7 @@ DATASET_ROOT_FILES = ("README.md", "provenance.json")
 SHARD = re.compile(r"data/(?P<config>[^/]+)/\w+-\d{5}\.parquet")  # ShardWriter's names
 
 
-@dataclass
+@dataclass(frozen=True)
 class PushArguments:
     """Hub options shared by every builder script."""
 

@@ -1,9 +1,11 @@
 """Before/after on the same scenarios: Table 1 side by side plus exact
-McNemar tests on the paired outcomes (same scenario, same sample index)."""
+McNemar tests on the paired outcomes (same scenario, same sample index).
+`compare_runs(config)` is what `poolbench compare` calls."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from poolbench_data.players.traces import FIX, load_traces
@@ -90,3 +92,40 @@ def format_comparison(c: dict, before_name: str = "before", after_name: str = "a
                      f"{r['only_before']:>8} {r['only_after']:>8} {r['mcnemar_p']:>7.3f}")
     lines.append(f"parseable responses: {c['parse_ok']['before']}/{n} -> {c['parse_ok']['after']}/{n}")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """Before/after report from two llm_traces.jsonl files (`poolbench compare`)."""
+
+    before: str = field(metadata={"help": "llm_traces.jsonl of the run before", "positional": True})
+    after: str = field(metadata={"help": "llm_traces.jsonl of the run after, on the same boards and samples",
+                                 "positional": True})
+    player: str | None = field(default=None, metadata={
+        "help": "compare this player's rows (needed when a file holds more than one player)"})
+    out: str = field(default="", metadata={"help": "also write the report here"})
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`compare`'s counts, rates, intervals and McNemar p per metric, the printed report, where it was written."""
+
+    config: CompareConfig
+    counts: dict
+    report: str
+    path: Path | None
+
+
+def compare_runs(config: CompareConfig) -> Comparison:
+    """Check the output path (before any work), compare the two files' shots, print the report (and write it to
+    `out`); each file's folder names its column."""
+    from poolbench_data.core.errors import check_output_file
+
+    path = check_output_file(config.out) if config.out else None
+    before, after = Path(config.before), Path(config.after)
+    counts = compare_files(before, after, config.player)
+    text = format_comparison(counts, before.parent.name, after.parent.name)
+    print(text)
+    if path is not None:
+        path.write_text(text + "\n")
+    return Comparison(config, counts, text, path)

@@ -4,7 +4,8 @@ potted balls marked at their pocket, a caption with the action and the outcome),
 the Table-1 bars with Wilson intervals, the before/after bars of a training pilot, and training curves.
 
 Each drawing function returns what it drew (`Drawn`), so tests check content (where the cue ball's path
-starts, where a potted ball is marked) rather than pixels."""
+starts, where a potted ball is marked) rather than pixels. `draw_figures(config)` draws them from a run's files:
+what `poolbench figures` calls."""
 
 from __future__ import annotations
 
@@ -273,3 +274,79 @@ def training_curves_figure(states: Mapping[str, Path], path: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+@dataclass(frozen=True)
+class FiguresConfig:
+    """Figures of a run: Table-1 bars, a model-vs-Oracle board, before/after bars, training curves
+    (`poolbench figures`)."""
+
+    eval_dir: str = field(default="", metadata={"help": "a `poolbench eval` report folder (--out): table1.png from "
+                                                         "its summary.json, board_pair.png from its llm_traces.jsonl"})
+    board: str = field(default="", metadata={"help": "with --eval_dir: the board of the pair (default: the first)"})
+    pilot_json: str = field(default="", metadata={"help": "a training pilot's results JSON: before_after.png"})
+    trainer_state: str = field(default="", metadata={"help": "label=trainer_state.json,...: training_curves.png"})
+    out: str = field(default="results/figures", metadata={"help": "folder for the PNGs"})
+
+
+def _scenario(scenario_id: str):
+    """A generated board from its id, pb<seed>-<index>."""
+    from poolbench_data.boards.generate import generate
+
+    head, _, index = scenario_id.rpartition("-")
+    return generate(1, int(head.removeprefix("pb")), start=int(index))[0]
+
+
+def _states(text: str) -> dict[str, Path]:
+    from poolbench_data.core.errors import UserError
+
+    states = {}
+    for item in filter(None, text.split(",")):
+        label, sep, path = item.partition("=")
+        if not sep or not label or not Path(path).is_file():
+            raise UserError(f"--trainer_state {item!r}: give label=PATH with an existing trainer_state.json")
+        states[label] = Path(path)
+    return states
+
+
+def draw_figures(config: FiguresConfig) -> tuple[Path, ...]:
+    """Check the inputs (before any drawing), draw each figure the given files make into `out`, print each
+    PNG's path; the PNGs written, in that order."""
+    from poolbench_data.core.errors import UserError, check_output_dir
+    from poolbench_data.players import oracle
+    from poolbench_data.players.traces import load_traces
+
+    if not (config.eval_dir or config.pilot_json or config.trainer_state):
+        raise UserError("nothing to draw; give --eval_dir, --pilot_json or --trainer_state")
+    if config.eval_dir and not (Path(config.eval_dir) / "summary.json").is_file():
+        raise UserError(f"--eval_dir {config.eval_dir}: no summary.json there; give a `poolbench eval` --out folder")
+    if config.pilot_json and not Path(config.pilot_json).is_file():
+        raise UserError(f"--pilot_json {config.pilot_json}: no such file; give a pilot's results JSON")
+    states = _states(config.trainer_state)
+    rows = []
+    if config.eval_dir:
+        rows = [r for r in load_traces(Path(config.eval_dir) / "llm_traces.jsonl") if r.get("action")]
+        ids = [r["scenario_id"] for r in rows]
+        if config.board and config.board not in ids:
+            raise UserError(f"--board {config.board!r}: no shot of the model on that board in {config.eval_dir}")
+    if config.board and not config.eval_dir:
+        raise UserError("--board is read only with --eval_dir; add --eval_dir, or leave --board out")
+    out = check_output_dir(config.out, "--out")
+    drawn = []
+    if config.eval_dir:
+        summary = json.loads((Path(config.eval_dir) / "summary.json").read_text())["summary"]
+        drawn.append(table1_figure(summary, out / "table1.png"))
+        print(drawn[-1])
+        if rows:
+            row = next(r for r in rows if r["scenario_id"] == (config.board or rows[0]["scenario_id"]))
+            s, model = _scenario(row["scenario_id"]), Shot.from_row(row["action"])
+            board_figure(s, [(row["player"], model), ("oracle", oracle(s).shot)], out / "board_pair.png")
+            drawn.append(out / "board_pair.png")
+            print(drawn[-1])
+    if config.pilot_json:
+        drawn.append(before_after_figure(json.loads(Path(config.pilot_json).read_text()), out / "before_after.png"))
+        print(drawn[-1])
+    if states:
+        drawn.append(training_curves_figure(states, out / "training_curves.png"))
+        print(drawn[-1])
+    return tuple(drawn)

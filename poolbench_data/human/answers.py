@@ -1,8 +1,8 @@
-"""A person's session of the human baseline, whatever they play it in (a
-terminal, `poolbench play`; a browser, `poolbench play --web`): the boards,
-the answers file (appended and flushed as each answer is given, so an
-interrupt loses nothing and the same command resumes), each shot's outcome,
-and the final scoring exactly like a model's (the replay backend)."""
+"""The boards a person plays for the human baseline and the answers they give,
+whatever they play in (a terminal, `poolbench play`; a browser, `poolbench
+play --web`): the answers file (appended and flushed as each answer is given,
+so an interrupt loses nothing and the same command resumes), each shot's
+outcome, and the final scoring exactly like a model's (the replay backend)."""
 
 from __future__ import annotations
 
@@ -14,27 +14,28 @@ SKIP = "skip"  # typed instead of an action: no shot (a foul, as an unparseable 
 
 
 class Session:
-    """The boards of one `poolbench play` and the answers given so far. Checks the flags
+    """The boards of one `poolbench play` and the answers given so far. Checks the settings
     (UserError: one line, exit 2) before any board is drawn or simulated."""
 
-    def __init__(self, args):
+    def __init__(self, config):
         from poolbench_data.boards.generate import generate
         from poolbench_data.core.errors import UserError, check_output_dir
         from poolbench_data.players import BASELINES
 
-        if args.name in BASELINES or not args.name.strip():
-            raise UserError(f"--name {args.name!r} is {'a baseline name' if args.name in BASELINES else 'empty'}; "
+        if config.name in BASELINES or not config.name.strip():
+            raise UserError(f"--name {config.name!r} is {'a baseline name' if config.name in BASELINES else 'empty'}; "
                             "pass --name with your name")
-        out = check_output_dir(args.out, "--out")
-        self.name, self.seed, self.n, self.out = args.name, args.seed, args.n, out
-        self.boards = generate(args.n, args.seed)
+        out = check_output_dir(config.out, "--out")
+        self.name, self.seed, self.n, self.out = config.name, config.seed, config.n, out
+        self.boards = generate(config.n, config.seed)
         self.responses = out / "responses.jsonl"
         rows = self.responses.read_text().splitlines() if self.responses.exists() else []
         self.rows = [json.loads(x) for x in rows if x.strip()]
         ids = {s.id for s in self.boards}
-        foreign = [r["scenario_id"] for r in self.rows if r.get("scenario_id") not in ids or r.get("player") != args.name]
+        foreign = [r["scenario_id"] for r in self.rows
+                   if r.get("scenario_id") not in ids or r.get("player") != config.name]
         if foreign:
-            raise UserError(f"--out {args.out} holds answers to other boards or by another player ({foreign[0]!r}, "
+            raise UserError(f"--out {config.out} holds answers to other boards or by another player ({foreign[0]!r}, "
                             "...); give another --out, or the --n, --seed and --name of that session to resume it")
         self.done = {r["scenario_id"] for r in self.rows}
         self._file = None
@@ -65,21 +66,21 @@ class Session:
         self.done.add(scenario.id)
         return row
 
-    def finish(self) -> int:
-        """Score the answers given, like any model's: the replay backend, the same report and traces."""
-        from poolbench_data.cli import main
+    def finish(self):
+        """Score the answers given, like any model's: the replay backend, the same report and traces. The
+        EvalResult, or None (the reason on stderr) when there is nothing that can be scored."""
+        from poolbench_data.evaluation import EvalConfig, evaluate
 
         if not self.rows:
             print("no board played; nothing to score", file=sys.stderr)
-            return 1
+            return None
         # The replay backend reads answers by board id, for the first len(rows) boards: they must be those, once each.
         if sorted(r["scenario_id"] for r in self.rows) != sorted(s.id for s in self.boards[:len(self.rows)]):
             print(f"the answers in {self.responses} are not boards 1..{len(self.rows)} once each; play on in order "
                   "(or give another --out) before scoring", file=sys.stderr)
-            return 1
-        return main(["eval", "--backend", "replay", "--responses", str(self.responses), "--name", self.name,
-                     "--n", str(len(self.rows)), "--seed", str(self.seed), "--out", str(self.out), "--boards", "0",
-                     "--quiet"])
+            return None
+        return evaluate(EvalConfig(backend="replay", responses=str(self.responses), name=self.name,
+                                   n=len(self.rows), seed=self.seed, out=str(self.out), boards=0, quiet=True))
 
 
 def outcome(scenario, text: str):

@@ -3,7 +3,7 @@
 A small page, not Gradio: the standard library's ThreadingHTTPServer, one
 HTML file with a canvas and a few lines of JavaScript (web_page.html), and
 JSON endpoints. Nothing to install beyond the package, no version churn, and
-the answers go through the very Session `poolbench play` uses (cli/human.py):
+the answers go through the very Session `poolbench play` uses (answers.py):
 the same parser, the same responses file appended and flushed as each answer
 is given, the same replay scoring and report.
 
@@ -81,7 +81,7 @@ class Game:
             return out
 
     def answer(self, scenario_id, text) -> dict:
-        from poolbench_data.cli.human import SKIP, outcome, verdict
+        from poolbench_data.human.answers import SKIP, outcome, verdict
         from poolbench_data.protocol.parsing import parse_action
 
         with self.lock:
@@ -182,9 +182,9 @@ def _handler(game: Game, page: bytes, port_box: list):
     return Handler
 
 
-def serve(session, port: int = 0) -> int:
+def serve(session, port: int = 0):
     """Serve the boards until each is answered, the page stops, or Ctrl-C; then score them like `poolbench play`
-    (the page shows the report) and close the server. Returns the scoring's exit code."""
+    (the page shows the report) and close the server. Returns the scoring's EvalResult (None: nothing scored)."""
     from importlib import resources
 
     from poolbench_data.core.errors import UserError
@@ -195,7 +195,7 @@ def serve(session, port: int = 0) -> int:
     if not session.pending():
         return session.finish()
     game = Game(session)
-    page = resources.files("poolbench_data.cli").joinpath("web_page.html").read_bytes()
+    page = resources.files("poolbench_data.human").joinpath("web_page.html").read_bytes()
     port_box = [port]
     try:
         server = ThreadingHTTPServer((HOST, port), _handler(game, page, port_box))
@@ -217,17 +217,17 @@ def serve(session, port: int = 0) -> int:
                 print()
             with game.lock:  # no answer is half-written when the scoring reads the file
                 game.stage = "scoring"
-            rc = session.finish()
-            report = session.out / "report.txt"
+            result = session.finish()
             with game.lock:
                 game.stage = "done"
-                game.report = report.read_text() if rc == 0 and report.is_file() else "nothing to score"
+                scored = result is not None and not result.incomplete
+                game.report = (session.out / "report.txt").read_text() if scored else "nothing to score"
             try:
                 if game.watched:
                     game.delivered.wait(GRACE_S)
             except KeyboardInterrupt:  # a second Ctrl-C: the report is written, just go
                 pass
-            return rc
+            return result
         finally:
             server.shutdown()  # returns once serve_forever has stopped
             server.server_close()

@@ -1,0 +1,102 @@
+"""`play(config)`: the human baseline, what `poolbench play` calls. A person sees each board (the prompt's text
+and a PNG) and types an action in the protocol's JSON, or, with --web, plays it in a browser page on loopback
+(web.py); the answers are then scored exactly like a model's (the replay backend: same parser, same physics,
+same report beside the baselines)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
+from poolbench_data.human.answers import SKIP
+
+
+@dataclass(frozen=True)
+class PlayConfig:
+    """The human baseline: type an action for each board (--web: in a browser), scored like a model
+    (`poolbench play`)."""
+
+    n: int = field(default=DEFAULT_N, metadata={"help": "boards to play (default: the paper's 50)"})
+    seed: int = field(default=DEFAULT_SEED, metadata={"help": "scenario base seed (default: evaluation set)"})
+    name: str = field(default="human", metadata={"help": "player name in the report"})
+    out: str = field(default="results/human", metadata={"help": "folder for board PNGs, responses and the report"})
+    brief: bool = field(default=False, metadata={"help": "do not print the rules (the system prompt) first"})
+    web: bool = field(default=False, metadata={"help": "play in a browser: serve a page on 127.0.0.1 (pick, drag the "
+                                                        "aim, shoot, see it drawn)"})
+    port: int | None = field(default=None, metadata={"help": "with --web: the loopback port (default: one the "
+                                                              "system picks, printed at start)"})
+
+
+def read_line(prompt: str) -> str:
+    """input(), but a Ctrl-C is never lost: input() at a terminal waits in readline's select() with no
+    timeout, so a SIGINT that lands between the prompt and that wait is noticed only at the next key (under
+    load, that can be never). Waiting in half-second steps lets Python run the handler."""
+    import select
+    import sys
+
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):  # not a real file (a test's stand-in): nothing to wait on
+        return input(prompt)
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    while not select.select([fd], [], [], 0.5)[0]:
+        pass
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\n")
+
+
+def ask(scenario, read=read_line, write=print) -> str:
+    """One board's answer: re-asked while it is not an action the protocol's
+    parser accepts (people mistype), unless the person types `skip`."""
+    from poolbench_data.protocol.parsing import parse_action
+
+    while True:
+        text = read("action JSON (or skip)> ").strip()
+        if text.lower() == SKIP:
+            return ""
+        parsed = parse_action(text, scenario)
+        if parsed.shot is not None:
+            return text
+        write(f"  not an action ({parsed.status}: {parsed.message}); type the JSON again")
+
+
+def play(config: PlayConfig, read=read_line, write=print):
+    """Check the config (before any board is drawn), play the boards not yet answered in `out` (in a terminal:
+    `read` gives each line typed, `write` shows each line; with `web`, in a browser page), then score the
+    answers like a model's. The scoring's EvalResult, or None (the reason on stderr) when nothing was scored.
+    The person stops with Ctrl-D or Ctrl-C (`read` raising EOFError or KeyboardInterrupt): the boards played so
+    far are scored, and the same config resumes the rest."""
+    from poolbench_data.core.errors import UserError, check_at_least, check_seed
+    from poolbench_data.human.answers import Session, outcome, verdict
+    from poolbench_data.protocol.prompts import SYSTEM_PROMPT, user_prompt
+
+    check_at_least("--n", config.n, 1)
+    check_seed("--seed", config.seed)
+    if config.web:
+        from poolbench_data.human.web import check_port, serve
+
+        check_port(config.port)  # before the boards are drawn: a bad flag costs nothing
+        return serve(Session(config), config.port or 0)
+    if config.port is not None:
+        raise UserError(f"--port {config.port} is for the browser page; add --web, or drop --port")
+    session = Session(config)
+    if session.done:
+        write(f"resuming: {len(session.done)} of {config.n} boards already answered in {session.responses}")
+    if not config.brief:
+        write(SYSTEM_PROMPT + "\n")
+    with session:
+        for i, s in session.pending():
+            png = session.picture(s)
+            write(f"--- board {i + 1}/{config.n}: {s.id} ({s.category}); picture: {png}\n{user_prompt(s)}")
+            try:
+                text = ask(s, read, write)
+            except (EOFError, KeyboardInterrupt):  # the person stopped: score the boards played so far
+                write("")
+                break
+            if text:
+                write(f"  -> {verdict(outcome(s, text)[2])}")
+            session.record(s, text)
+    return session.finish()
