@@ -466,7 +466,10 @@ def test_a_flag_renamed_in_the_code_fails_the_docs_that_name_it(monkeypatch):
         ("max_new_tokens" if f.name == "max_tokens" else f.name, hints[f.name],
          dataclasses.field(default=f.default, default_factory=f.default_factory, metadata=f.metadata)) for f in dataclasses.fields(eval_config.EvalConfig)
     ], frozen=True)
+    from poolbench_data.cli import eval as eval_command
+
     monkeypatch.setattr(eval_config, "EvalConfig", renamed)
+    monkeypatch.setattr(eval_command, "CONFIG", renamed)  # the class `poolbench eval` builds its parser from
     _commands.cache_clear()
     try:
         assert check_commands(doc, "doc.md") == ["doc.md:4: poolbench eval: --max_tokens is not a flag of it"]

@@ -18,9 +18,9 @@ from poolbench_data.config import parse, run_main
 from poolbench_data.core.errors import UserError, check_at_least, check_seed
 from poolbench_data.core.shutdown import stop_group, terminate_as_exit
 from poolbench_data.llm.model import EMBEDDED, resolve_model
-from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
 from poolbench_data.finetune.extra_args import check_script_args, words
 from poolbench_data.finetune.stamps import Stamps
+from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
 
 # The repository whose builders/ and training/ scripts the stages run: this checkout's, by default.
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,8 +94,7 @@ STOP_GRACE_S = 60  # a stopped stage's processes get this long to clean up (vLLM
 
 
 def _run(cmd: list[str], log: Path, root: Path) -> None:
-    """Run one stage's command from the repository root, its output shown and kept in `log`, in a process group
-    of its own: a stopped loop (SIGTERM, Ctrl-C) stops the whole group, an evaluation's engine processes too."""
+    """Run a stage's command in a process group of its own (a stopped loop stops the whole group, engines too)."""
     print("+ " + shlex.join(cmd), flush=True)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as f, subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
