@@ -64,10 +64,11 @@ def run(args) -> int:
     from poolbench_data.protocol.prompts import SYSTEM_PROMPT, user_prompt
 
     if args.web:
-        from poolbench_data.cli.web import check_port, serve
+        from poolbench_data.cli.web import check_port, listen, serve
 
         check_port(args.port)  # before the boards are drawn: a bad flag costs nothing
-        return serve(Session(args), args.port or 0)
+        with listen(args.port or 0) as server:  # bound before the folder is made: a port in use leaves nothing
+            return serve(Session(args), server)
     if args.port is not None:
         from poolbench_data.core.errors import UserError
 
