@@ -100,7 +100,7 @@ def test_a_request_not_from_the_page_is_refused_and_records_nothing(web, endpoin
     assert code == (post_code if method == "POST" else get_code), got
     if code != 200:
         assert got["ok"] is False and got["message"]
-    assert _answers(web.out) == [] and web.proc.poll() is None  # nothing recorded, and the session goes on
+    assert _answers(web.out) == [] and web.proc.poll() is None  # nothing recorded, and the game goes on
     now = state(web)
     assert now["stage"] == "playing" and now["answered"] == 0 and now["board"]["id"] == BOARDS[0].id
 

@@ -14,7 +14,7 @@ is given, the same replay scoring and report.
   POST /api/stop    score the boards played so far (the terminal's Ctrl-D)
 
 Any page a person opens can send requests to 127.0.0.1, so every /api/ request must show that it comes from
-this page (`refusal`, one place): the session's token, drawn at start and written into the page, in the
+this page (`refusal`, one place): the server's token, drawn when it starts and written into the page, in the
 X-PoolBench-Token header (another site cannot read the page, so cannot know it); a POST also needs an Origin
 of this server and a JSON body (Content-Type application/json, a Content-Length, one JSON object). Anything
 else is answered 403, 411, 413, 415 or 400 with a line saying why, and nothing is recorded.
@@ -34,8 +34,8 @@ POINTS = 400  # per drawn trajectory: enough for a smooth line, small enough to 
 GRACE_S = 10.0  # after scoring, how long the page has to fetch the report before the server goes
 READ_TIMEOUT_S = 30.0  # a request whose body never comes in full is dropped, not waited on forever
 TOKEN_HEADER = "X-PoolBench-Token"
-TOKEN_SLOT = b"{{POOLBENCH_TOKEN}}"  # where web_page.html holds the session's token
-# Every request that reads or changes the session: `refusal` checks each of them the same way.
+TOKEN_SLOT = b"{{POOLBENCH_TOKEN}}"  # where web_page.html holds the server's token
+# Every request that reads or changes the game: `refusal` checks each of them the same way.
 ENDPOINTS = {("GET", "/api/state"): "state", ("POST", "/api/answer"): "answer", ("POST", "/api/stop"): "stop"}
 
 
@@ -143,7 +143,7 @@ def refusal(method: str, headers, port: int, token: str) -> tuple[int, str] | No
     """(HTTP status, why) when an /api/ request does not show it comes from this server's page, else None."""
     here = (f"http://{HOST}:{port}", f"http://localhost:{port}")
     if not hmac.compare_digest((headers.get(TOKEN_HEADER) or "").encode(), token.encode()):
-        return 403, f"this request does not come from the page (no {TOKEN_HEADER} of this session); reload {here[0]}/"
+        return 403, f"this request does not come from the page (no {TOKEN_HEADER} of this server); reload {here[0]}/"
     if method != "POST":
         return None
     if headers.get("Origin") not in here:
