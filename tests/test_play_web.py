@@ -277,3 +277,4 @@ def test_bad_web_flags_say_which_and_how_to_fix(tmp_path, capsys):
         assert main(["play", "--web", "--port", str(port), "--n", "1", "--out", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
     assert f"--port {port}" in err and "another --port" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "c").exists()  # the port is taken before the folder is made

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.llm.tools import TOOL_NOTE, run_call, turn_result
+from poolbench_data.llm.tools import OVER_CAP, TOOL_NOTE, run_call, turn_result
 from poolbench_data.rl.env import BOARD_COLUMNS, PoolBenchEnv, final_answer, tool_physics_reward, tool_prompts
 from poolbench_data.demos.tools import find_pot
 
@@ -54,11 +54,13 @@ def test_reset_deals_the_rows_board_and_the_tool_answers_as_the_evaluator(boards
         env = dealt(row)
         s = Scenario.from_row({c: row[c] for c in BOARD_COLUMNS})
         assert env.scenario == s
-        # calls_left counts down from the cap and stays at 0 past it (TRL's loop, not the tool, enforces the cap)
-        for ball, pocket, left in (("1", "rt", 2), ("12", "lb", 1), ("99", "rt", 0), ("1", "zz", 0)):
+        # calls_left counts down from the cap, a bad call counting too; past it a call is refused, not run, as
+        # the evaluator refuses it (TRL's cap counts turns, and a turn may hold several calls)
+        for ball, pocket, left in (("1", "rt", 2), ("12", "lb", 1), ("99", "rt", 0)):
             got = json.loads(env.ghost_ball(target_ball=ball, pocket=pocket))
             call = {"name": "ghost_ball", "arguments": {"target_ball": ball, "pocket": pocket}}
             assert got == turn_result(s, call, left) == {"calls_left": left, **run_call(s, call)}
+        assert json.loads(env.ghost_ball(target_ball="1", pocket="rt")) == {"calls_left": 0, "error": OVER_CAP}
         assert len(env.calls) == 4 and "error" in env.calls[2]["result"]
         env.reset(**row)  # the pocket left out: the ball's report, as the evaluator answers that call
         got = json.loads(env.ghost_ball(target_ball="1"))

@@ -68,7 +68,9 @@ class EvalConfig:
     vision: bool = _f(False, "send the rendered board PNG with the prompt (OpenAI image_url; --backend openai)")
     tools: bool = _f(False, "tool-augmented: the model may call a ghost_ball geometry tool (OpenAI function "
                             "calling, run locally) before it answers; calls in OUT/tool_calls.jsonl")
-    max_tool_calls: int = _f(MAX_CALLS, "tool calls a shot may make (with --tools)")
+    max_tool_calls: int = _f(MAX_CALLS, "tool calls a shot may make (with --tools), counted call by call, however "
+                                        "many one turn holds: a call past the cap gets an error instead of a "
+                                        "result, and the turn after the cap is read as the action")
     reasoning_budget: int | None = _f(None, "reasoning models: at most this many tokens inside <think> ... </think> "
                                             "(vLLM's thinking_token_budget; the server needs --reasoning-parser), "
                                             "within --max_tokens; tokens spent reasoning are reported in "

@@ -76,10 +76,11 @@ def play(config: PlayConfig, read=read_line, write=print):
     check_at_least("--n", config.n, 1)
     check_seed("--seed", config.seed)
     if config.web:
-        from poolbench_data.human.web import check_port, serve
+        from poolbench_data.human.web import check_port, listen, serve
 
         check_port(config.port)  # before the boards are drawn: a bad flag costs nothing
-        return serve(Session(config), config.port or 0)
+        with listen(config.port or 0) as server:  # bound before the folder is made: a port in use leaves nothing
+            return serve(Session(config), server)
     if config.port is not None:
         raise UserError(f"--port {config.port} is for the browser page; add --web, or drop --port")
     session = Session(config)

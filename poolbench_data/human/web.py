@@ -12,11 +12,19 @@ is given, the same replay scoring and report.
   POST /api/answer  {"scenario_id", "text"}: the protocol's JSON (or "skip"), checked by the protocol's
                     parser; an accepted answer is recorded, simulated, and its outcome and paths returned
   POST /api/stop    score the boards played so far (the terminal's Ctrl-D)
+
+Any page a person opens can send requests to 127.0.0.1, so every /api/ request must show that it comes from
+this page (`refusal`, one place): the server's token, drawn when it starts and written into the page, in the
+X-PoolBench-Token header (another site cannot read the page, so cannot know it); a POST also needs an Origin
+of this server and a JSON body (Content-Type application/json, a Content-Length, one JSON object). Anything
+else is answered 403, 411, 413, 415 or 400 with a line saying why, and nothing is recorded.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
+import secrets
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -24,6 +32,11 @@ HOST = "127.0.0.1"  # loopback only: the page records answers for whoever reache
 MAX_BODY = 1 << 16  # an answer is a line of JSON
 POINTS = 400  # per drawn trajectory: enough for a smooth line, small enough to send at once
 GRACE_S = 10.0  # after scoring, how long the page has to fetch the report before the server goes
+READ_TIMEOUT_S = 30.0  # a request whose body never comes in full is dropped, not waited on forever
+TOKEN_HEADER = "X-PoolBench-Token"
+TOKEN_SLOT = b"{{POOLBENCH_TOKEN}}"  # where web_page.html holds the server's token
+# Every request that reads or changes the game: `refusal` checks each of them the same way.
+ENDPOINTS = {("GET", "/api/state"): "state", ("POST", "/api/answer"): "answer", ("POST", "/api/stop"): "stop"}
 
 
 def check_port(port) -> None:
@@ -126,8 +139,42 @@ class Game:
         return {"ok": True}
 
 
-def _handler(game: Game, page: bytes, port_box: list):
+def refusal(method: str, headers, port: int, token: str) -> tuple[int, str] | None:
+    """(HTTP status, why) when an /api/ request does not show it comes from this server's page, else None."""
+    here = (f"http://{HOST}:{port}", f"http://localhost:{port}")
+    if not hmac.compare_digest((headers.get(TOKEN_HEADER) or "").encode(), token.encode()):
+        return 403, f"this request does not come from the page (no {TOKEN_HEADER} of this server); reload {here[0]}/"
+    if method != "POST":
+        return None
+    if headers.get("Origin") not in here:
+        return 403, f"this request comes from {headers.get('Origin') or 'no page'!s:.80}, not from {here[0]}"
+    if (headers.get("Content-Type") or "").split(";")[0].strip().lower() != "application/json":
+        return 415, "send the request as JSON (Content-Type: application/json)"
+    length = headers.get("Content-Length")
+    if length is None:
+        return 411, "the request has no Content-Length"
+    if not (length.isascii() and length.strip().isdigit()):
+        return 400, f"Content-Length {length!r:.40} is not a number of bytes"
+    if int(length) > MAX_BODY:
+        return 413, "request too large"
+    return None
+
+
+def read_body(data: bytes) -> dict:
+    """An /api/ request's body: one JSON object (ValueError says why not); nesting is bounded before decoding."""
+    from poolbench_data.protocol.parsing import decode_json
+
+    body = decode_json(data or b"{}", "the request body")
+    if not isinstance(body, dict):
+        kind = {list: "array", str: "string", type(None): "null", bool: "boolean"}.get(type(body), "number")
+        raise ValueError(f"the request body is a JSON {kind}, not an object")
+    return body
+
+
+def _handler(game: Game, page: bytes, port: int, token: str):
     class Handler(BaseHTTPRequestHandler):
+        timeout = READ_TIMEOUT_S
+
         def log_message(self, *args):  # the console tells the shots, not every request
             pass
 
@@ -144,7 +191,7 @@ def _handler(game: Game, page: bytes, port_box: list):
 
         def _local(self) -> bool:
             # A page elsewhere cannot reach 127.0.0.1 through a name it controls (DNS rebinding).
-            ok = self.headers.get("Host", "") in (f"{HOST}:{port_box[0]}", f"localhost:{port_box[0]}")
+            ok = self.headers.get("Host", "") in (f"{HOST}:{port}", f"localhost:{port}")
             if not ok:
                 self._json({"ok": False, "message": "use http://127.0.0.1 to reach this page"}, 403)
             return ok
@@ -154,62 +201,75 @@ def _handler(game: Game, page: bytes, port_box: list):
                 return
             if self.path in ("/", "/index.html"):
                 self._send(200, page, "text/html; charset=utf-8")
-            elif self.path == "/api/state":
+            else:
+                self._api("GET")
+
+        def do_POST(self):
+            if self._local():
+                self._api("POST")
+
+        def _api(self, method: str) -> None:
+            route = ENDPOINTS.get((method, self.path))
+            if route is None:
+                return self._json({"ok": False, "message": "not found"}, 404)
+            refused = refusal(method, self.headers, port, token)
+            if refused is not None:
+                self.close_connection = True  # any body sent is left unread
+                return self._json({"ok": False, "message": refused[1]}, refused[0])
+            if route == "state":
                 state = game.state()
                 self._json(state)
                 if state["stage"] == "done":  # written to the socket: the server may go now
                     game.delivered.set()
-            else:
-                self._json({"ok": False, "message": "not found"}, 404)
-
-        def do_POST(self):
-            if not self._local():
                 return
-            size = int(self.headers.get("Content-Length") or 0)
-            if not 0 <= size <= MAX_BODY:
-                return self._json({"ok": False, "message": "request too large"}, 413)
             try:
-                body = json.loads(self.rfile.read(size) or b"{}")
-            except ValueError:
-                return self._json({"ok": False, "message": "the request is not JSON"}, 400)
-            if self.path == "/api/answer" and isinstance(body, dict):
-                self._json(game.answer(body.get("scenario_id"), body.get("text")))
-            elif self.path == "/api/stop":
-                self._json(game.stop())
-            else:
-                self._json({"ok": False, "message": "not found"}, 404)
+                body = read_body(self.rfile.read(int(self.headers["Content-Length"])))
+            except ValueError as e:
+                return self._json({"ok": False, "message": str(e)}, 400)
+            except OSError:  # the body never came in full (READ_TIMEOUT_S) or the client went: nobody to answer
+                self.close_connection = True
+                return
+            self._json(game.answer(body.get("scenario_id"), body.get("text")) if route == "answer" else game.stop())
 
     return Handler
 
 
-def serve(session, port: int = 0):
-    """Serve the boards until each is answered, the page stops, or Ctrl-C; then score them like `poolbench play`
-    (the page shows the report) and close the server. Returns the scoring's EvalResult (None: nothing scored)."""
+def listen(port: int = 0) -> ThreadingHTTPServer:
+    """The page's server, bound to `port` on loopback (0: one the system picks) and not yet serving: made before
+    anything else, so a port in use costs nothing and leaves no folder behind."""
+    from poolbench_data.core.errors import UserError
+
+    try:
+        server = ThreadingHTTPServer((HOST, port), BaseHTTPRequestHandler)  # `serve` sets the handler
+    except OSError as e:
+        raise UserError(f"--port {port}: cannot listen on {HOST} ({e.strerror or e}); give another --port, or "
+                        "leave it out for one the system picks") from None
+    server.daemon_threads = True
+    return server
+
+
+def serve(session, server: ThreadingHTTPServer):
+    """Serve the boards on `server` (`listen`) until each is answered, the page stops, or Ctrl-C; then score them
+    like `poolbench play` (the page shows the report) and close the server. Returns the scoring's EvalResult (None:
+    nothing scored)."""
     from importlib import resources
 
-    from poolbench_data.core.errors import UserError
     from poolbench_data.core.shutdown import terminate_as_exit
 
     if session.done:
         print(f"resuming: {len(session.done)} of {session.n} boards already answered in {session.responses}")
     if not session.pending():
+        server.server_close()
         return session.finish()
-    game = Game(session)
+    game, port, token = Game(session), server.server_address[1], secrets.token_urlsafe(32)
     page = resources.files("poolbench_data.human").joinpath("web_page.html").read_bytes()
-    port_box = [port]
-    try:
-        server = ThreadingHTTPServer((HOST, port), _handler(game, page, port_box))
-    except OSError as e:
-        raise UserError(f"--port {port}: cannot listen on {HOST} ({e.strerror or e}); give another --port, or "
-                        "leave it out for one the system picks") from None
-    server.daemon_threads = True
-    port_box[0] = server.server_address[1]
+    server.RequestHandlerClass = _handler(game, page.replace(TOKEN_SLOT, token.encode()), port, token)
     thread = threading.Thread(target=server.serve_forever, name="poolbench-web", daemon=True)
     with session, terminate_as_exit():
         thread.start()
         try:
             try:  # from the line that gives the address on: Ctrl-C may come as soon as it is read
-                print(f"playing {session.n} boards at http://{HOST}:{port_box[0]}/ (open it in a browser; "
+                print(f"playing {session.n} boards at http://{HOST}:{port}/ (open it in a browser; "
                       "Ctrl-C here stops and scores the boards played)", flush=True)
                 while not game.ended.wait(0.5):  # a timed wait, so Ctrl-C is seen at once
                     pass

@@ -101,11 +101,13 @@ def tool_call_text(name: str, arguments: dict | str) -> str:
     """A structured tool call written as text, the form every backend returns."""
     import json
 
+    from poolbench_data.protocol.parsing import decode_json
+
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = decode_json(arguments)
         except ValueError:
-            pass  # kept as the model wrote it: the tool answers with an error
+            pass  # kept as the model wrote it: reading the call (llm.tools.read_call) answers with an error
     return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
 
 

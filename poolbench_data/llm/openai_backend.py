@@ -352,4 +352,11 @@ def _message_text(message) -> str:
     calls = [tool_call_text(c.function.name, c.function.arguments) for c in (getattr(message, "tool_calls", None) or [])
              if getattr(c, "function", None) is not None]
     think = f"{THINK_OPEN}{thought}{THINK_CLOSE}" if thought else ""
-    return "".join([think, message.content or "", *calls])
+    return _unicode("".join([think, message.content or "", *calls]))
+
+
+def _unicode(text: str) -> str:
+    """`text` with unpaired surrogates as U+FFFD: JSON may escape one ("\\ud800"), but UTF-8 cannot hold it, so a
+    later request carrying the answer (a refinement round, a tool turn) could not be sent, nor the answer stored in
+    a dataset (Arrow strings are UTF-8)."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

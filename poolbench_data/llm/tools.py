@@ -9,10 +9,14 @@ like many, ignores `tools`). A call is read from the text in the Hermes form
 tool-trained open models write and what the OpenAI backend turns a
 structured `tool_calls` answer into, so both backends share one loop.
 
-Each (board, sample) thread continues until an answer holds no call or
-`max_calls` turns called; the last answer is parsed and played like any
-other. Every result tells the model its `calls_left`. Calls and results are
-kept per shot (`ToolThread`) for the run's `tool_calls.jsonl`.
+A shot makes at most `max_calls` calls, counted call by call (a turn may
+hold several; a malformed one counts too): each call past the cap is refused
+with an error instead of run, and the turn after the cap is the answer. A
+thread continues until an answer holds no call or its calls are spent; the
+last answer is parsed and played like any other. Every result tells the
+model its `calls_left`. Any text is read: a block that is not a call gets an
+error the model reads (`read_call`), never an exception. Calls and results
+are kept per shot (`ToolThread`) for the run's `tool_calls.jsonl`.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from poolbench_data.core.table import POCKET_IDS
 from poolbench_data.core.shutdown import stop_if_requested
 from poolbench_data.llm.player import EvalSettings, answer_record
 from poolbench_data.players.play import ShotRecord
-from poolbench_data.protocol.parsing import read_ball, read_target
+from poolbench_data.protocol.parsing import decode_json, read_ball, read_target
 
 TOOL_NAME = "ghost_ball"
 TOOLS = [{
@@ -73,7 +77,11 @@ TOOL_NOTE = (
 # docs/results.md#what-the-tool-lets-a-player-reach, analysis/tool_reach.py).
 TOOL_VERSION = "ghost_ball-v3"
 UNRECORDED_VERSION = "ghost_ball-v1"  # the version of threads and results.json that record none (no kicks)
-MAX_CALLS = 3  # tool calls a shot may make by default; the answer is the turn after the last
+MAX_CALLS = 3  # tool calls a shot may make by default, counted call by call; the answer is the turn after the last
+# What a call past the cap gets instead of a result. No number in it: a recorded thread replays it as it was
+# (pairs.tools), whatever cap the run had.
+OVER_CAP = "no calls left: this call was not run; the next turn must be the JSON action"
+CALL_FORM = '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "3"}}</tool_call>'
 # Tokens a tool result adds to the conversation, an upper bound used to check the context before work: with
 # SmolLM2's digit-by-digit tokenizer one pocket's answer is ~131 and a ball's report at most 218 (held-out own balls).
 RESULT_TOKENS = 260  # a kick adds ~30 tokens to a report with nothing open
@@ -92,20 +100,39 @@ def with_tool_note(convs: list[list[dict]]) -> list[list[dict]]:
 
 
 def tool_calls(text: str) -> list[dict]:
-    """The calls written in `text`: [{"name", "arguments"}]; a block that is
-    not a JSON call is returned as {"name": None, "error": ...}, so the model
-    hears what was wrong."""
-    calls = []
-    for body in _CALL.findall(text or ""):
-        try:
-            obj = json.loads(body)
-            if not isinstance(obj, dict) or not isinstance(obj.get("arguments", {}), (dict, str)):
-                raise ValueError("a call is {\"name\": ..., \"arguments\": {...}}")
-            args = obj.get("arguments", {})
-            calls.append({"name": obj.get("name"), "arguments": json.loads(args) if isinstance(args, str) else args})
-        except ValueError as exc:
-            calls.append({"name": None, "arguments": {}, "error": f"not a tool call: {exc}"})
-    return calls
+    """The calls written in `text`: [{"name", "arguments"}], each read by `read_call`."""
+    return [read_call(body) for body in _CALL.findall(text or "")]
+
+
+def read_call(body: str) -> dict:
+    """One <tool_call> block's body as {"name": str, "arguments": dict}: the one place a call is checked. The
+    arguments may be an object or a string holding one (the OpenAI form). Anything else, wrong JSON types at
+    any level or brackets nested past what a call needs included, is {"name": None, "arguments": {}, "error"}
+    with what was wrong and the form to write, so the model hears it and the run goes on."""
+    try:
+        obj = decode_json(body, "the call")
+        if not isinstance(obj, dict):
+            raise ValueError(f"the call is a JSON {_kind(obj)}, not an object")
+        name, args = obj.get("name"), obj.get("arguments", {})
+        if not isinstance(name, str):
+            raise ValueError(f"its name is a JSON {_kind(name)}, not a string")
+        if isinstance(args, str):
+            args = decode_json(args, "its arguments string")
+        if not isinstance(args, dict):
+            raise ValueError(f"its arguments are a JSON {_kind(args)}, not an object")
+    except ValueError as exc:
+        return {"name": None, "arguments": {}, "error": f"not a tool call: {exc}; write {CALL_FORM}"}
+    return {"name": name, "arguments": args}
+
+
+def _kind(value) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _shown(value, limit: int = 40) -> str:
+    r = repr(value)
+    return r if len(r) <= limit else r[:limit - 3] + "..."
 
 
 def ghost_ball(scenario: Scenario, target_ball, pocket=None) -> dict:
@@ -169,10 +196,27 @@ def call_of(target_ball: str, pocket: str | None = None) -> dict:
 
 
 def turn_result(scenario: Scenario, call: dict, calls_left: int) -> dict:
-    """A call's result as the model reads it in the conversation: `calls_left` (the turns that may still call;
-    at 0 the next turn is read as the action) before the tool's own answer: a model not told the cap writes a
+    """A call's result as the model reads it in the conversation: `calls_left` (the calls the shot may still
+    make; at 0 the next turn is read as the action) before the tool's own answer: a model not told the cap writes a
     fourth call where the action is due, which is no action."""
     return {"calls_left": calls_left, **run_call(scenario, call)}
+
+
+def answer_call(scenario: Scenario, call: dict, made: int, max_calls: int) -> dict:
+    """What a shot's call gets when `made` calls came before it under a cap of `max_calls`: its result with the
+    calls left after it, or, once the cap is spent, the refusal (`OVER_CAP`) in its place."""
+    if made >= max_calls:
+        return {"calls_left": 0, "error": OVER_CAP}
+    return turn_result(scenario, call, max_calls - made - 1)
+
+
+def replayed_result(scenario: Scenario, call: dict, recorded: dict) -> dict:
+    """What the tool answers now to a call whose result a run recorded: the result with the recorded `calls_left`
+    (the cap is a setting of the run). A call refused past the cap, or one that is no call (`read_call`), got an
+    error that holds no answer of the tool's to check: the recorded one is what the model read."""
+    refused = recorded == {"calls_left": 0, "error": OVER_CAP}
+    unreadable = bool(call.get("error")) and set(recorded) == {"calls_left", "error"}
+    return recorded if refused or unreadable else turn_result(scenario, call, recorded.get("calls_left"))
 
 
 def run_call(scenario: Scenario, call: dict) -> dict:
@@ -180,7 +224,7 @@ def run_call(scenario: Scenario, call: dict) -> dict:
     if call.get("error"):
         return {"error": call["error"]}
     if call.get("name") != TOOL_NAME:
-        return {"error": f"unknown tool {call.get('name')!r}; the only tool is {TOOL_NAME}"}
+        return {"error": f"unknown tool {_shown(call.get('name'))}; the only tool is {TOOL_NAME}"}
     args = call.get("arguments") or {}
     return tool_answer(scenario, args.get("target_ball"), args.get("pocket"))
 
@@ -217,8 +261,8 @@ class ToolThread:
 def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], backend, settings: EvalSettings, *,
                     player: str, max_calls: int) -> tuple[list[ShotRecord], list, list[ToolThread]]:
     """Every board's `settings.samples` threads, each calling the tool up to
-    `max_calls` times; returns the records (board by board, as evaluate_model),
-    each turn's GenerationResult and the threads."""
+    `max_calls` times (calls past it refused, `answer_call`); returns the records
+    (board by board, as evaluate_model), each turn's GenerationResult and the threads."""
     convs = with_tool_note(convs)
     gen = backend.generate(convs, n=settings.samples, temperature=settings.temperature,
                            max_tokens=settings.max_tokens, seed=settings.seed, tools=TOOLS)
@@ -229,7 +273,7 @@ def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], back
             threads.append(ToolThread(i, j, list(convs[i]), text, failure=failed.get((i, j))))
     for turn in range(1, max_calls + 1):
         stop_if_requested()  # a SIGTERM the engine's generate swallows still ends the run between turns
-        live = [t for t in threads if t.failure is None and tool_calls(t.text)]
+        live = [t for t in threads if t.failure is None and len(t.calls) < max_calls and tool_calls(t.text)]
         if not live:
             break
         for t in live:
@@ -241,7 +285,7 @@ def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], back
                                                               "arguments": json.dumps(c.get("arguments") or {})}}
                 for cid, c in zip(ids, made)]})
             for cid, c in zip(ids, made):
-                result = turn_result(scenarios[t.board], c, max_calls - turn)
+                result = answer_call(scenarios[t.board], c, len(t.calls), max_calls)
                 t.calls.append({"arguments": c.get("arguments"), "result": result})
                 t.conv.append({"role": "tool", "tool_call_id": cid, "content": json.dumps(result)})
         gen = backend.generate([t.conv for t in live], n=1, temperature=settings.temperature,

@@ -62,7 +62,8 @@ from collections.abc import Mapping, Sequence
 
 from poolbench_data.boards.splits import SplitLeakError, leak_problem
 from poolbench_data.core.records import Scenario, Shot
-from poolbench_data.llm.tools import TOOL_VERSION, UNRECORDED_VERSION, call_of, tool_calls, turn_result, with_tool_note
+from poolbench_data.llm.tools import (TOOL_VERSION, UNRECORDED_VERSION, call_of, replayed_result, tool_calls,
+                                      turn_result, with_tool_note)
 from poolbench_data.players.play import play_shot
 from poolbench_data.players.traces import trace_row
 from poolbench_data.pairs.text import _pair, answered, fine_score, physics_score
@@ -85,8 +86,7 @@ class ThreadMismatch(ValueError):
 
 def thread_messages(scenario: Scenario, thread: Mapping) -> list[dict]:
     """The conversation the model had: prompt with the tool's paragraph, each turn, the tool's answers, the final
-    answer. Raise ThreadMismatch when a recorded result is not what the tool answers now (its `calls_left` is the
-    run's: the cap is a setting of the eval)."""
+    answer. Raise ThreadMismatch when a recorded result is not what the tool answers now (`replayed_result`)."""
     version = thread.get("tool_version", UNRECORDED_VERSION)
     if version != TOOL_VERSION:
         raise ThreadMismatch(f"board {scenario.id!r} sample {thread['sample']}: recorded with tool {version}, "
@@ -97,7 +97,7 @@ def thread_messages(scenario: Scenario, thread: Mapping) -> list[dict]:
         conv.append({"role": "assistant", "content": text})
         for call in tool_calls(text):
             was = next(recorded, {}).get("result") or {}
-            result = turn_result(scenario, call, was.get("calls_left"))
+            result = replayed_result(scenario, call, was)
             if was != result:
                 raise ThreadMismatch(f"board {scenario.id!r} sample {thread['sample']}: the recorded tool answer "
                                      "differs from the tool's (a run with another tool version?); re-run the eval")

@@ -276,7 +276,8 @@ def _pocket(value) -> str:
     best = min(geometry().pockets, key=lambda p: math.hypot(x - p.x, y - p.y))
     d = math.hypot(x - best.x, y - best.y)
     if d > POCKET_TOLERANCE:
-        raise _Fail("unknown-pocket", f"target_pocket=[{x}, {y}] is {d:.3f} m from the nearest pocket "
+        far = f"{d:.3f}" if d < 1e6 else f"{d:.3g}"  # a coordinate near 1e308 has a 300-digit distance
+        raise _Fail("unknown-pocket", f"target_pocket=[{x}, {y}] is {far} m from the nearest pocket "
                                       f"({best.id}); must be within {POCKET_TOLERANCE} m of a pocket centre")
     return best.id
 
@@ -341,6 +342,20 @@ def parse_action(text: str | None, scenario: Scenario) -> ParseResult:
     except _Fail as f:
         return ParseResult(f.status, None, f.message)
     return ParseResult("ok", shot, note)
+
+
+def decode_json(text: str | bytes, what: str = "the text"):
+    """The JSON value of untrusted `text` (a tool call, a request body), or ValueError naming what is wrong.
+    Nesting deeper than MAX_DEPTH is refused before decoding: the decoder recurses per level, so deep brackets
+    would otherwise end in a RecursionError, which no caller expects from bad input."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")  # UnicodeDecodeError is a ValueError
+    if _max_depth(text) > MAX_DEPTH:
+        raise ValueError(f"{what} nests brackets deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{what} is not JSON ({str(e)[:120]})") from None
 
 
 def read_target(ball, pocket, scenario: Scenario) -> tuple[str, str]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 
 from poolbench_data.core.records import Scenario
-from poolbench_data.llm.tools import MAX_CALLS, call_of, tool_calls, turn_result, with_tool_note
+from poolbench_data.llm.tools import MAX_CALLS, answer_call, call_of, tool_calls, with_tool_note
 from poolbench_data.rl.reward import score_completion
 
 BOARD_COLUMNS = ("id", "category", "seed", "cue_ball", "balls")
@@ -66,10 +66,10 @@ class PoolBenchEnv:
         """
         if self.scenario is None:
             raise RuntimeError("ghost_ball called before reset: no board dealt")
-        # TRL runs one call a turn in practice, so calls count as turns here.
-        left = max(self.max_calls - len(self.calls) - 1, 0)
+        # Calls count one by one, as the evaluator counts them: past the cap a call is refused, not run (TRL's
+        # own cap counts turns, and a turn may hold several calls).
         call = call_of(target_ball, pocket)
-        result = turn_result(self.scenario, call, left)
+        result = answer_call(self.scenario, call, len(self.calls), self.max_calls)
         self.calls.append({"arguments": call["arguments"], "result": result})
         return json.dumps(result)
 
