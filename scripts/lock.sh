@@ -21,6 +21,6 @@ torch_cpu_source() {
 out_cpu=${1:-requirements/lock-cpu.txt}
 out_gpu=${2:-requirements/lock-gpu.txt}
 ( torch_cpu_source
-  "$UV" pip compile -q pyproject.toml --extra eval --extra train --extra dev --extra ray --extra inspect --extra lm-eval "${common[@]}" \
+  "$UV" pip compile -q pyproject.toml --extra eval --extra train --extra dev --extra ray --extra inspect --extra lm-eval --extra verifiers "${common[@]}" \
     --override requirements/overrides-cpu.txt -o "$out_cpu" )
-"$UV" pip compile -q pyproject.toml --extra eval-gpu --extra train --extra dev --extra ray --extra inspect --extra lm-eval "${common[@]}" -o "$out_gpu"
+"$UV" pip compile -q pyproject.toml --extra eval-gpu --extra train --extra dev --extra ray --extra inspect --extra lm-eval --extra verifiers "${common[@]}" -o "$out_gpu"
