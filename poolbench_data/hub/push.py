@@ -15,7 +15,7 @@ from pathlib import Path
 
 from poolbench_data.hub.features import CONFIGS
 
-DATASET_ROOT_FILES = ("README.md", "provenance.json")
+DATASET_ROOT_FILES = ("README.md", "eval.yaml", "provenance.json")
 SHARD = re.compile(r"data/(?P<config>[^/]+)/\w+-\d{5}\.parquet")  # ShardWriter's names
 
 
@@ -57,7 +57,7 @@ def check_repo_id(repo_id: str) -> str:
 
 
 def is_dataset_file(path: str) -> bool:
-    """README.md, provenance.json or a shard of a known config."""
+    """README.md, eval.yaml, provenance.json or a shard of a known config."""
     shard = SHARD.fullmatch(path)
     return path in DATASET_ROOT_FILES or bool(shard and shard["config"] in CONFIGS)
 
