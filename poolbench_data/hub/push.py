@@ -43,17 +43,9 @@ class PushFailed(ConnectionError):
 
 def check_repo_id(repo_id: str) -> str:
     """A Hub dataset id `owner/name`, checked offline by huggingface_hub's own rule."""
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
+    from poolbench_data.report.eval_results import check_repo_id as check_hub_id
 
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as exc:
-        raise ValueError(f"--repo_id {repo_id!r} is not a Hub repo id ({str(exc).splitlines()[0]}); "
-                         "give owner/name, e.g. you/poolbench") from None
-    if repo_id.count("/") != 1:
-        raise ValueError(f"--repo_id {repo_id!r} has no owner; give owner/name, e.g. you/poolbench")
-    return repo_id
+    return check_hub_id(repo_id, "--repo_id", "you/poolbench")
 
 
 def is_dataset_file(path: str) -> bool:

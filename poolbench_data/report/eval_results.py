@@ -73,18 +73,18 @@ def check_benchmark(doc: dict) -> dict:
     return doc
 
 
-def check_repo_id(repo_id: str, what: str) -> str:
-    """A Hub repo id owner/name, by huggingface_hub's own rule."""
+def check_repo_id(repo_id: str, what: str, example: str = DEFAULT_DATASET) -> str:
+    """A Hub repo id owner/name, by huggingface_hub's own rule; a ValueError names `what` and the fix."""
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
     try:
         validate_repo_id(repo_id)
     except HFValidationError as exc:
-        raise ValueError(f"{what} {repo_id!r} is not a Hub dataset id ({str(exc).splitlines()[0]}); give "
-                         "owner/name, e.g. poolbench/poolbench") from None
+        raise ValueError(f"{what} {repo_id!r} is not a Hub repo id ({str(exc).splitlines()[0]}); give "
+                         f"owner/name, e.g. {example}") from None
     if repo_id.count("/") != 1:
-        raise ValueError(f"{what} {repo_id!r} has no owner; give owner/name, e.g. poolbench/poolbench")
+        raise ValueError(f"{what} {repo_id!r} has no owner; give owner/name, e.g. {example}")
     return repo_id
 
 
