@@ -42,6 +42,9 @@ def board():
     return make
 
 
+SERVED_NAME = "smollm2"
+
+
 @pytest.fixture(scope="session")
 def served_model():
     """(base URL, served name) of the embedded model behind the project's loopback vLLM server
@@ -55,6 +58,3 @@ def served_model():
                       extra_args=["--enforce-eager", "--no-enable-prefix-caching", "--served-model-name",
                                   SERVED_NAME, "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]) as url:
         yield url, SERVED_NAME
-
-
-SERVED_NAME = "smollm2"
