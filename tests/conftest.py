@@ -40,3 +40,21 @@ def board():
         return Scenario.create(id, category, 0, positions)
 
     return make
+
+
+SERVED_NAME = "smollm2"
+
+
+@pytest.fixture(scope="session")
+def served_model():
+    """(base URL, served name) of the embedded model behind the project's loopback vLLM server
+    (llm.serve.local_server) for the session: the verifiers environment, lm-eval and inspect play it as any
+    OpenAI-compatible endpoint. vLLM's hermes parser turns a `<tool_call>` the model writes into a structured
+    call, as a hosted API returns one. Tests that use it hold /tmp/pb-heavy.lock (run them under flock)."""
+    from poolbench_data.llm.model import default_model_dir
+    from poolbench_data.llm.serve import local_server
+
+    with local_server(default_model_dir(), max_model_len=4096, kv_cache_gib=0.5,
+                      extra_args=["--enforce-eager", "--no-enable-prefix-caching", "--served-model-name",
+                                  SERVED_NAME, "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]) as url:
+        yield url, SERVED_NAME

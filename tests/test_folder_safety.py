@@ -269,8 +269,9 @@ def test_a_kill_at_every_step_of_the_swap_loses_nothing(small, tmp_path, capsys)
         assert snapshot(out) == (before if k == 0 else after), k
         assert leftovers(out) == [], k
     assert "finishing the swap a killed run left" in capsys.readouterr().err
-    # Three renames, the old folder's three files and three folders, the lock file: every one is a kill point.
-    assert len(kills) == 10
+    # Three renames, the old folder's four files (card, eval.yaml, provenance, shard) and three folders, the lock
+    # file: every one is a kill point.
+    assert len(kills) == 11
     recovered = load_dataset(str(cases / "2" / "poolbench"), "pairs", split="train")
     assert [r["scenario_id"] for r in recovered] == ["pb1-000000", "pb1-000001", "pb1-000002"]
 
@@ -319,7 +320,7 @@ def _with_strays(folder: Path) -> None:
 
 def test_push_plans_only_the_datasets_own_files_and_lists_the_rest(small, capsys):
     _with_strays(small)
-    own = ["README.md", "data/pairs/train-00000.parquet", "provenance.json"]
+    own = ["README.md", "data/pairs/train-00000.parquet", "eval.yaml", "provenance.json"]
     assert local_files(small) == own
     remote = [".gitattributes", "LICENSE", "README.md", "data/pairs/train-00001.parquet"]
     ops = plan_operations(small, remote)

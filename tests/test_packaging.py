@@ -26,6 +26,9 @@ def test_wheel_installed_non_editable_builds_a_dataset(tmp_path):
 
     run(uv, "build", "--wheel", "--out-dir", tmp_path / "dist", ROOT, cwd=ROOT)
     (wheel,) = (tmp_path / "dist").glob("poolbench_data-*.whl")
+    import zipfile
+
+    assert "poolbench.py" in zipfile.ZipFile(wheel).namelist()  # the verifiers taskset module, top level
     run(uv, "venv", "-q", "--python", sys.executable, tmp_path / "venv")
     py = tmp_path / "venv" / "bin" / "python"
     run(uv, "pip", "install", "-q", "--python", py, "--override", ROOT / "requirements" / "overrides.txt", wheel)
@@ -35,5 +38,5 @@ def test_wheel_installed_non_editable_builds_a_dataset(tmp_path):
     run(py, ROOT / "builders" / "build_dataset.py", "--output_dir", out, "--eval_n", "2", "--train_n", "0",
         "--workers", "1")
     card = (out / "README.md").read_text()
-    assert "configs:" in card and "PoolBench" in card
+    assert "configs:" in card and "PoolBench" in card and (out / "eval.yaml").is_file()
     assert sorted(p.name for p in (out / "data").iterdir()) == ["scenarios", "traces"]

@@ -58,6 +58,24 @@ def check_applies(config, spec) -> None:
         raise UserError("--split is read only with --dataset_dir; add --dataset_dir, or leave --split out")
     if config.out is not None:
         check_output_dir(config.out, "--out", make=False)
+    check_eval_results(config, default)
+
+
+def check_eval_results(config, default: dict) -> None:
+    """--eval_results names a folder (made at the end, only for a complete run); its dataset id is a Hub id."""
+    from poolbench_data.core.errors import check_output_dir
+    from poolbench_data.report.eval_results import check_repo_id
+
+    if not config.eval_results:
+        if config.eval_results_dataset != default["eval_results_dataset"]:
+            raise UserError("--eval_results_dataset is read only with --eval_results; add --eval_results DIR, or "
+                            "leave --eval_results_dataset out")
+        return
+    check_output_dir(config.eval_results, "--eval_results", make=False)
+    try:
+        check_repo_id(config.eval_results_dataset, "--eval_results_dataset")
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def check_sampling(config, spec) -> None:

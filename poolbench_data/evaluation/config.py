@@ -11,6 +11,7 @@ from poolbench_data.llm.registry import BACKENDS
 from poolbench_data.llm.tools import MAX_CALLS
 from poolbench_data.players import EVAL_BASELINES
 from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+from poolbench_data.report.eval_results import DEFAULT_DATASET
 
 
 def _f(default, help: str, **extra):
@@ -62,6 +63,12 @@ class EvalConfig:
                               "results_<name>.json)")
     log_samples: bool = _f(False, "with --output_path: also samples_<name>.jsonl, one line per shot (response, "
                                   "parsed action, parse status, event trace, metrics)")
+    # the Hub's evaluation results
+    eval_results: str = _f("", "also write the model's headline metrics (clean_pot, legal_contact, own_potted) to "
+                               "this folder as the Hub's evaluation results: poolbench.yaml (poolbench_<condition>"
+                               ".yaml for tools, structured, few-shot or vision), to copy into the model repo's "
+                               ".eval_results/")
+    eval_results_dataset: str = _f(DEFAULT_DATASET, "the benchmark's Hub dataset id the --eval_results are for")
     # the paper's section 6.3 experiments
     rounds: int = _f(1, "refinement: after each shot the model gets the simulator's feedback and shoots again on "
                         "the same board, this many rounds in all (rows <name>@r2, ...)")

@@ -82,6 +82,54 @@ def write(config, targets: tuple[Path, Path], *, name: str, model: str, llm_reco
     print(f"results JSON: {results}" + (f"; samples: {samples}" if config.log_samples else ""))
 
 
+def condition(config) -> str:
+    """The run's protocol as a file-name word: free_text (the paper's), else its settings joined by `_`."""
+    parts = [w for w, on in (("tools", config.tools), ("structured", config.structured),
+                             (f"{config.few_shot}shot", config.few_shot), ("vision", config.vision)) if on]
+    return "_".join(parts) or "free_text"
+
+
+def command_line(config) -> str:
+    """`poolbench eval` with the flags of every setting that is not its default."""
+    import dataclasses
+
+    args = []
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if value == f.default or value is None:
+            continue
+        args.append(f"--{f.name}" if value is True else f"--{f.name} {value}")
+    return " ".join(["poolbench eval", *args])
+
+
+def write_eval_results(config, name: str, summary: dict) -> None:
+    """The model's headline metrics (its first round) as the Hub's .eval_results YAML in --eval_results."""
+    from poolbench_data.report import eval_results
+    from poolbench_data.report.provenance import versions
+
+    if name not in summary:
+        print(f"note: no --eval_results written: none of {name}'s shots was answered")
+        return
+    version = versions()["poolbench_data"]
+    how = condition(config).replace("_", " ")
+    if config.tools:
+        how = how.replace("tools", f"tools (ghost_ball, at most {config.max_tool_calls} calls)")
+    boards = f"{summary[name]['overall']['clean_pot']['n']} answers on {config.n} boards of seed {config.seed}"
+    if config.limit or config.categories:
+        boards += f" (--limit {config.limit or 'none'}, --categories {config.categories or 'all'})"
+    command = command_line(config)
+    notes = (f"{how}; {boards}; T={config.temperature:g}, max_tokens={config.max_tokens}; poolbench-data "
+             f"{version}: {command}")
+    doc = eval_results.entries(summary[name]["overall"], dataset_id=config.eval_results_dataset,
+                               date=eval_results.now(), notes=notes,
+                               source_url=f"https://huggingface.co/datasets/{config.eval_results_dataset}",
+                               source_name=f"poolbench-data {version} (poolbench eval)")
+    header = (f"PoolBench results of {name} for the Hub: copy this file into the model repo's .eval_results/.\n"
+              f"Written by poolbench-data {version}: {command}")
+    path = eval_results.write(Path(config.eval_results), condition(config), doc, header)
+    print(f"eval results: {path}")
+
+
 def write_refinement_pairs(out: Path, scenarios, convs, records, name: str, rounds: int) -> None:
     """--rounds > 1: later-better rounds as TRL preference pairs, OUT/refinement_pairs.jsonl."""
     from poolbench_data.llm.experiments import refinement_pairs

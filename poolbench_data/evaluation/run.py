@@ -105,6 +105,8 @@ def evaluate(config: EvalConfig) -> EvalResult:
         outputs.write(config, targets, name=name, model=model, llm_records=llm_records, base_records=base_records,
                       baselines=baselines, settings=settings, rows=rows, boards=len(scenarios),
                       total_s=time.perf_counter() - t0, backend_settings=backend_settings)
+    if config.eval_results and not failed["incomplete"]:
+        outputs.write_eval_results(config, name, summary)
     if config.dataset_dir and not failed["incomplete"]:
         from poolbench_data.hub.update import replace_rows
 

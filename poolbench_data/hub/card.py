@@ -1,5 +1,6 @@
 """Render the dataset card (card_template.md, shipped inside the package) with
-the YAML `datasets` reads."""
+the YAML `datasets` reads, and the benchmark's eval.yaml beside it (the Hub's
+way to declare a dataset a benchmark: report.eval_results)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from poolbench_data.hub.features import features
 from poolbench_data.hub.folder import layout, read_provenance
 
 CARD_TEMPLATE = "card_template.md"  # package data of poolbench_data.hub
+EVAL_YAML = "eval.yaml"  # the benchmark's leaderboards, read by the Hub at the repo root
 
 
 def card_yaml(root: Path) -> str:
@@ -58,7 +60,17 @@ def render_card(root: Path) -> str:
     return f"---\n{card_yaml(root)}\n---\n\n{body}"
 
 
+def render_eval_yaml() -> str:
+    import yaml
+
+    from poolbench_data.report.eval_results import benchmark, check_benchmark
+
+    return yaml.safe_dump(check_benchmark(benchmark()), sort_keys=False, allow_unicode=True, width=120)
+
+
 def write_card(root: Path) -> Path:
+    """README.md (the card) and eval.yaml at the folder's root."""
     path = Path(root) / "README.md"
     path.write_text(render_card(root))
+    (Path(root) / EVAL_YAML).write_text(render_eval_yaml())
     return path

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from poolbench_data.hub.features import CONFIGS
 
-DATASET_ROOT_FILES = ("README.md", "provenance.json")
+DATASET_ROOT_FILES = ("README.md", "eval.yaml", "provenance.json")
 SHARD = re.compile(r"data/(?P<config>[^/]+)/\w+-\d{5}\.parquet")  # ShardWriter's names
 
 
@@ -43,21 +43,13 @@ class PushFailed(ConnectionError):
 
 def check_repo_id(repo_id: str) -> str:
     """A Hub dataset id `owner/name`, checked offline by huggingface_hub's own rule."""
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
+    from poolbench_data.report.eval_results import check_repo_id as check_hub_id
 
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as exc:
-        raise ValueError(f"--repo_id {repo_id!r} is not a Hub repo id ({str(exc).splitlines()[0]}); "
-                         "give owner/name, e.g. you/poolbench") from None
-    if repo_id.count("/") != 1:
-        raise ValueError(f"--repo_id {repo_id!r} has no owner; give owner/name, e.g. you/poolbench")
-    return repo_id
+    return check_hub_id(repo_id, "--repo_id", "you/poolbench")
 
 
 def is_dataset_file(path: str) -> bool:
-    """README.md, provenance.json or a shard of a known config."""
+    """README.md, eval.yaml, provenance.json or a shard of a known config."""
     shard = SHARD.fullmatch(path)
     return path in DATASET_ROOT_FILES or bool(shard and shard["config"] in CONFIGS)
 

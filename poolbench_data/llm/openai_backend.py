@@ -323,7 +323,7 @@ class OpenAIBackend:
                     continue
                 return [""] * n, GenerationFailure(index, kind, error, attempts, missing=n), {}
             choices = sorted(response.choices, key=lambda c: c.index)
-            texts = [_message_text(c.message) for c in choices][:n]
+            texts = [message_text(c.message) for c in choices][:n]
             usage = {}
             if response.usage is not None:
                 usage = {
@@ -342,7 +342,7 @@ class OpenAIBackend:
             return texts, failure, usage
 
 
-def _message_text(message) -> str:
+def message_text(message) -> str:
     """The answer's text in the form every backend shares: reasoning a server
     returned apart (vLLM's reasoning parsers) back inside <think> ... </think>
     before it, structured tool calls written after it (llm.tools)."""

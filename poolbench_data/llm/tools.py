@@ -238,6 +238,23 @@ def tool_answer(scenario: Scenario, target_ball, pocket) -> dict:
         return {"error": str(exc)}
 
 
+def answer_calls(scenario: Scenario, conv: list[dict], text: str, max_calls: int, log: list[dict]) -> None:
+    """Append a turn that called the tool to `conv`: the model's text (with its calls as OpenAI `tool_calls`),
+    then one `tool` message per call with its result (`answer_call`: counted call by call against `max_calls`,
+    the shot's earlier calls being `log`); each call and result also goes to `log`. The one way a conversation
+    grows past a call (the evaluator's threads, the verifiers environment)."""
+    made = tool_calls(text)
+    ids = [f"call_{len(log) + k}" for k in range(len(made))]
+    conv.append({"role": "assistant", "content": text, "tool_calls": [
+        {"id": cid, "type": "function", "function": {"name": str(c.get("name")),
+                                                      "arguments": json.dumps(c.get("arguments") or {})}}
+        for cid, c in zip(ids, made)]})
+    for cid, c in zip(ids, made):
+        result = answer_call(scenario, c, len(log), max_calls)
+        log.append({"arguments": c.get("arguments"), "result": result})
+        conv.append({"role": "tool", "tool_call_id": cid, "content": json.dumps(result)})
+
+
 @dataclass
 class ToolThread:
     """One (board, sample) conversation while it calls tools."""
@@ -277,17 +294,8 @@ def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], back
         if not live:
             break
         for t in live:
-            made = tool_calls(t.text)
             t.turns.append(t.text)
-            ids = [f"call_{len(t.calls) + k}" for k in range(len(made))]
-            t.conv.append({"role": "assistant", "content": t.text, "tool_calls": [
-                {"id": cid, "type": "function", "function": {"name": str(c.get("name")),
-                                                              "arguments": json.dumps(c.get("arguments") or {})}}
-                for cid, c in zip(ids, made)]})
-            for cid, c in zip(ids, made):
-                result = answer_call(scenarios[t.board], c, len(t.calls), max_calls)
-                t.calls.append({"arguments": c.get("arguments"), "result": result})
-                t.conv.append({"role": "tool", "tool_call_id": cid, "content": json.dumps(result)})
+            answer_calls(scenarios[t.board], t.conv, t.text, max_calls, t.calls)
         gen = backend.generate([t.conv for t in live], n=1, temperature=settings.temperature,
                                max_tokens=settings.max_tokens, seed=settings.seed + 1000 * turn, tools=TOOLS)
         gens.append(gen)

@@ -1,0 +1,237 @@
+"""PoolBench as a verifiers environment (extra `verifiers`, verifiers 0.4): evaluate with `vf-eval`, train with
+any trainer that runs verifiers environments (prime-rl). The taskset id is `poolbench`, the top-level module
+this package installs (`poolbench.py`), which exports the taskset and its harness the way verifiers finds
+them (a module named by the id, exporting its Taskset and Harness subclasses in `__all__`):
+
+    vf-eval poolbench -m MODEL --client.base-url http://127.0.0.1:8000/v1 --no-push -n 50
+    vf-eval poolbench --env.taskset.track tools -m MODEL --client.base-url ... --no-push
+
+    from poolbench import load_environment
+    env = load_environment(track="tools", reward="physics", n=200, seed=1, train=True)
+
+Arguments (`--env.taskset.*` on the command line, keywords of `load_environment`): the boards (`dataset_dir` and
+`split`, or `n` and `seed`; `train` refuses evaluation boards), the track (`free_text`: the paper's single turn;
+`tools`: the `ghost_ball` tool, at most `max_calls` calls, as `poolbench eval --tools`), and the reward
+(`clean_pot`: 1 for a legal pot, else 0; `physics`: the physics levels 0 unparseable, 1 foul, 2 legal contact,
+3 legal pot). Each rollout's final answer is parsed and simulated by this package (`answer_record`, the
+evaluator's own path) and scored: the reward, and the metrics legal_contact, own_potted, foul, opp_or_8_potted,
+clean_pot and parseable (each 0/1), plus tool_calls.
+
+The harness plays the protocol in process (the contract verifiers allows a harness: every model call goes
+through the rollout's interception endpoint): the system and user prompts, then on the tools track every turn
+whose text holds `<tool_call>` blocks gets the tool's results (llm.tools.answer_calls) until a turn holds none or
+`max_calls` turns called; that last turn is the answer. Sampling defaults to the protocol's (T 0.2, 300 tokens);
+`--sampling.*` overrides it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import verifiers.v1 as vf
+from pydantic import ValidationError, model_validator
+
+from poolbench_data.evaluation.env_boards import BoardSource
+from poolbench_data.llm.tools import MAX_CALLS, TOOL_NOTE, TOOLS, answer_calls, tool_calls
+from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+
+TASKSET_ID = "poolbench"
+TRACKS = ("free_text", "tools")
+REWARDS = ("clean_pot", "physics")
+METRICS = ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot", "parseable")
+
+
+class PoolBenchConfig(vf.TasksetConfig):
+    """PoolBench's boards, track and reward (`--env.taskset.*`)."""
+
+    id: str = TASKSET_ID
+    dataset_dir: str = ""
+    """A dataset folder (builders/build_dataset.py) whose `split` to play; empty: generated boards (n, seed)."""
+    split: str = "test"
+    """The dataset folder's split (with dataset_dir)."""
+    n: int | None = None
+    """Boards: the first n of the split, or n generated boards (default: every board of the split, or 50)."""
+    seed: int | None = None
+    """Base seed of generated boards (default: the evaluation set's 0; with train, 1)."""
+    train: bool = False
+    """An environment to train on: the evaluation split, seed and boards are refused."""
+    track: str = "free_text"
+    """free_text: one answer (the paper's protocol); tools: the ghost_ball tool before the answer."""
+    max_calls: int = MAX_CALLS
+    """Turns that may call the tool on the tools track; the turn after the last is the answer."""
+    reward: str = "clean_pot"
+    """clean_pot: 1 for a legal pot, else 0; physics: 0 unparseable, 1 foul, 2 legal contact, 3 legal pot."""
+
+    @model_validator(mode="after")
+    def _check(self) -> PoolBenchConfig:
+        check_arguments(self)
+        return self
+
+    def source(self) -> BoardSource:
+        return BoardSource(self.dataset_dir, self.split, self.n, self.seed, self.train)
+
+
+def check_arguments(config) -> None:
+    """Every argument, before any board is made or engine started: one ValueError naming the argument."""
+    if config.track not in TRACKS:
+        raise ValueError(f"track {config.track!r} is unknown; choose {' or '.join(TRACKS)}")
+    if config.reward not in REWARDS:
+        raise ValueError(f"reward {config.reward!r} is unknown; choose {' or '.join(REWARDS)}")
+    if isinstance(config.max_calls, bool) or config.max_calls < 1:
+        raise ValueError(f"max_calls must be >= 1 (got {config.max_calls!r})")
+    config.source().check()
+
+
+class PoolBenchData(vf.TaskData):
+    """One board (its scenario row) and how it is played and scored."""
+
+    board: dict
+    category: str
+    track: str = "free_text"
+    max_calls: int = MAX_CALLS
+    reward: str = "clean_pot"
+
+
+class PoolBenchTask(vf.Task[PoolBenchData, vf.State, vf.TaskConfig]):
+    """Scores the rollout's final answer with this package's parser and simulator."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.data.id}:{self.data.track}"
+
+    @vf.metric
+    async def outcome(self, task, trace) -> dict[str, float]:
+        return {**shot_metrics(_board_json(task.board), final_text(trace)),
+                "tool_calls": float(len(trace.tool_messages))}
+
+    @vf.reward
+    async def reward(self, task, trace) -> dict[str, float]:
+        metrics = shot_metrics(_board_json(task.board), final_text(trace))
+        return {task.reward: metrics["physics"] if task.reward == "physics" else metrics["clean_pot"]}
+
+
+class PoolBenchTaskset(vf.Taskset[PoolBenchTask, PoolBenchConfig]):
+    """The boards of `config.source()`, each the protocol's prompts (with the tool's paragraph on the tools
+    track)."""
+
+    def load(self):
+        from poolbench_data.protocol.prompts import messages
+
+        c = self.config
+        for s in c.source().boards():
+            system, user = messages(s)
+            note = TOOL_NOTE if c.track == "tools" else ""
+            yield PoolBenchTask(PoolBenchData(id=s.id, name=f"{s.id} ({s.category})", prompt=user["content"],
+                                              system_prompt=system["content"] + note, board=s.to_row(),
+                                              category=s.category, track=c.track, max_calls=c.max_calls,
+                                              reward=c.reward), c.task)
+
+
+class PoolBenchHarnessConfig(vf.HarnessConfig):
+    id: str = TASKSET_ID
+
+
+class PoolBenchHarness(vf.Harness[PoolBenchHarnessConfig]):
+    """The protocol's conversation, in process: every model call goes through the rollout's endpoint."""
+
+    APPENDS_SYSTEM_PROMPT = True
+    EXECUTES_CODE = False
+    NEEDS_CONTAINER = False
+
+    async def launch(self, ctx, trace, runtime, endpoint, secret, mcp_urls, data, tool_interception_url=None):
+        import openai
+
+        from poolbench_data.core.records import Scenario
+
+        system, prompt = self.resolve_prompt(data)
+        conv = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+        tools = getattr(data, "track", "free_text") == "tools"
+        client = openai.AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=0)
+        try:
+            text = await _turn(client, ctx.model, conv, tools)
+            if tools:
+                scenario, cap, log = Scenario.from_row(data.board), int(data.max_calls), []
+                for _ in range(cap):  # each turn spends at least one call of the cap
+                    if len(log) >= cap or not tool_calls(text):
+                        break
+                    answer_calls(scenario, conv, text, cap, log)
+                    text = await _turn(client, ctx.model, conv, tools)
+        finally:
+            await client.close()
+        return vf.ProgramResult(exit_code=0, stdout=text, stderr="")
+
+
+class PoolBenchEnvConfig(vf.EnvConfig):
+    """One `agent` seat, as verifiers' single-agent env, whose runtime defaults to a local subprocess: the
+    harness runs in process and needs no sandbox (`--env.agent.runtime.type` still picks another)."""
+
+    agent: vf.AgentConfig = vf.AgentConfig(runtime=vf.SubprocessConfig())
+
+
+class PoolBenchEnv(vf.Env[PoolBenchEnvConfig]):
+    """The single-agent episode: the agent plays the board once."""
+
+    async def run(self, task, agents) -> None:
+        await agents.agent.run(task)
+
+
+async def _turn(client, model: str, conv: list[dict], tools: bool) -> str:
+    from poolbench_data.llm.openai_backend import message_text
+
+    extra = {"tools": TOOLS} if tools else {}
+    response = await client.chat.completions.create(model=model, messages=conv, temperature=DEFAULT_TEMPERATURE,
+                                                    max_tokens=DEFAULT_MAX_TOKENS, **extra)
+    return message_text(response.choices[0].message)
+
+
+def final_text(trace) -> str:
+    """The rollout's last model turn as the evaluator reads an answer (llm.openai_backend.message_text): reasoning
+    the server returned apart inside <think> ... </think>, the content, then structured calls as <tool_call> text.
+    No turn at all is an empty answer."""
+    from poolbench_data.llm.backend import tool_call_text
+    from poolbench_data.protocol.parsing import THINK_CLOSE, THINK_OPEN
+
+    turns = trace.assistant_messages
+    if not turns:
+        return ""
+    m = turns[-1]
+    think = f"{THINK_OPEN}{m.reasoning_content}{THINK_CLOSE}" if m.reasoning_content else ""
+    calls = [tool_call_text(c.name, c.arguments) for c in m.tool_calls or []]
+    return "".join([think, m.content or "", *calls])
+
+
+def _board_json(board: dict) -> str:
+    return json.dumps(board, sort_keys=True)
+
+
+@functools.lru_cache(maxsize=4096)
+def shot_metrics(board_json: str, text: str) -> dict[str, float]:
+    """The answer's six 0/1 metrics and its physics level, as `poolbench eval` records it (reward and metrics
+    of one rollout share one simulation)."""
+    from poolbench_data.core.records import Scenario
+    from poolbench_data.core.scoring import physics_score
+    from poolbench_data.llm.player import answer_record
+
+    rec = answer_record(Scenario.from_row(json.loads(board_json)), text, None, player="model", sample=0)
+    values = {k: float(getattr(rec.metrics, k)) for k in METRICS if k != "parseable"}
+    return {**values, "parseable": float(rec.shot is not None), "physics": physics_score(rec.metrics)}
+
+
+def taskset_config(**kwargs) -> PoolBenchConfig:
+    """The taskset's config from keyword arguments; a bad one is one ValueError naming it."""
+    unknown = sorted(set(kwargs) - set(PoolBenchConfig.model_fields) - {"id"})
+    if unknown:
+        raise ValueError(f"load_environment got unknown arguments {unknown}; it takes "
+                         f"{', '.join(f for f in PoolBenchConfig.model_fields if f not in ('id', 'task'))}")
+    try:
+        return PoolBenchConfig(**{**kwargs, "id": TASKSET_ID})
+    except ValidationError as exc:
+        raise ValueError("; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())) from None
+
+
+def load_environment(**kwargs) -> vf.Env:
+    """The environment verifiers runs (`vf.Env`): PoolBench's taskset, played by its harness. Keyword arguments
+    are the taskset's (PoolBenchConfig): dataset_dir, split, n, seed, train, track, max_calls, reward."""
+    config = taskset_config(**kwargs)
+    return vf.load_environment(vf.resolve_env_config({"taskset": config.model_dump()}))
