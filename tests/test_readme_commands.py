@@ -1,5 +1,5 @@
-"""The lm-eval and inspect commands as a user types them (the README's lines, through bash, from the repository
-root), against the embedded model on the project's loopback vLLM server, two boards a subtask (`--limit 2`):
+"""The lm-eval and inspect commands as a user types them (read from README.md, through bash, from the repository
+root, with `--limit 2` and an output folder added), against the embedded model on the project's loopback vLLM server, two boards a subtask (`--limit 2`):
 the files they write hold the benchmark's metrics, and each answer's values equal `poolbench eval`'s on the same
 text (`--backend replay`)."""
 
@@ -18,11 +18,23 @@ from poolbench_data.cli import main
 REPO = Path(__file__).resolve().parents[1]
 METRICS = ("parseable", "legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot")
 CATEGORIES = ("open", "partial-block", "indirect", "crowded", "sparse", "foul-trap", "spin-shot")
-LM_EVAL = (".venv/bin/lm_eval --model local-chat-completions "
-           "--model_args model={model},base_url={url}/chat/completions --tasks poolbench --apply_chat_template "
-           "--include_path \"$(.venv/bin/python -c 'import poolbench_data.cli.lm_eval_tasks as t; print(t.PATH)')\" "
-           "--output_path {out} --log_samples --limit 2")
-INSPECT = ".venv/bin/inspect eval poolbench_data/cli/inspect_task.py --model openai-api/local/{model} --limit 2"
+# The README's server and model name, replaced by the loopback server's.
+README_URL, README_MODEL = "http://127.0.0.1:8000/v1", "served-name"
+
+
+def readme_command(program: str) -> str:
+    """The README's shell command that runs `program` (continuation lines joined), as a user copies it."""
+    text = (REPO / "README.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```bash\n")[1:]]
+    lines = "\n".join(blocks).replace("\\\n", " ").splitlines()
+    found = [line for line in lines if f"/{program} " in line]
+    assert len(found) == 1, f"README.md: expected one {program} command, found {found}"
+    return " ".join(found[0].split("#", 1)[0].split())
+
+
+def served(command: str, url: str, model: str) -> str:
+    assert README_URL in command and README_MODEL in command, command
+    return command.replace(README_URL, url).replace(README_MODEL, model)
 
 
 def run_as_typed(command: str, **env: str) -> None:
@@ -55,7 +67,7 @@ class TestAsTyped:
     def test_lm_eval_writes_the_group_and_every_subtask(self, served_model, tmp_path):
         url, model = served_model
         out = tmp_path / "lm_eval"
-        run_as_typed(LM_EVAL.format(model=model, url=url, out=out))
+        run_as_typed(served(readme_command("lm_eval"), url, model) + f" --output_path {out} --log_samples --limit 2")
         (results_file,) = out.rglob("results_*.json")
         results = json.loads(results_file.read_text())["results"]
         assert set(results) == {"poolbench", *(f"poolbench_{c}" for c in CATEGORIES)}
@@ -80,7 +92,7 @@ class TestAsTyped:
         from inspect_ai.log import list_eval_logs, read_eval_log
 
         url, model = served_model
-        run_as_typed(INSPECT.format(model=model), LOCAL_BASE_URL=url, LOCAL_API_KEY="local",
+        run_as_typed(served(readme_command("inspect"), url, model) + " --limit 2",
                      INSPECT_LOG_DIR=str(tmp_path / "logs"))
         (info,) = list_eval_logs(str(tmp_path / "logs"))
         log = read_eval_log(info)
