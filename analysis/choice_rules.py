@@ -6,7 +6,7 @@ each board, every open shot of the first MAX_CALLS own balls listed is played at
 that choose only from what the reports show (the cut, side or corner pocket, which call showed the shot) are
 fitted on the train boards and counted on the held-out boards, beside the simulated ceilings: the best of those
 shots and speeds on each board, which only the simulator knows. Two more geometric facts a tool could add are
-tried as inputs (neither is in the report today): where the cue ball's tangent line runs into a pocket (off up
+tried as inputs (neither is in the report): where the cue ball's tangent line runs into a pocket (off up
 to PATH_CUSHIONS cushions), and the balls' travel (cue ball to ghost ball plus object ball to pocket); and one
 fact from closed-form ball physics, not geometry: where the cue ball, struck with the players' top spin, runs
 after contact until its first cushion (`cue_path`; both in poolbench_data/core/cue_paths.py). Each

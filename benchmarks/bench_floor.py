@@ -1,4 +1,4 @@
-"""The simulation floor, before and after in one run:
+"""The simulation floor, off and on in one run:
 python benchmarks/bench_floor.py [--n 60 --n_parallel 200 --n_long 1000]
 
 Builds the same boards (test split, every default baseline, labelled) with
