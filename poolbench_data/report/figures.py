@@ -8,7 +8,6 @@ starts, where a potted ball is marked) rather than pixels."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -259,15 +258,13 @@ def pilot_series(pilot: Mapping, metrics: Sequence[str]) -> dict[str, list[tuple
     return {label: [(pilot[key][m], pilot["n"]) for m in metrics] for key, label in PILOT_BLOCKS if pilot.get(key)}
 
 
-def training_curves_figure(states: Mapping[str, Path], path: Path) -> Path:
-    """The loss by optimizer step of each run's trainer_state.json (TRL's log_history)."""
+def training_curves_figure(curves: Mapping[str, Sequence[tuple[float, float]]], path: Path) -> Path:
+    """The loss by optimizer step of each run: label -> its (step, loss) points, as TRL's log_history in its
+    trainer_state.json holds them (report.figure_inputs.read_curve reads one)."""
     fig, axes = _figure(1, 6.0, 3.4)
     ax = axes[0][0]
-    for label, state in states.items():
-        log = json.loads(Path(state).read_text())["log_history"]
-        pts = [(e["step"], e["loss"]) for e in log if "loss" in e]
-        if pts:
-            ax.plot(*zip(*pts), marker=".", lw=1, label=label)
+    for label, pts in curves.items():
+        ax.plot(*zip(*pts), marker=".", lw=1, label=label)
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("training loss")
     ax.grid(alpha=0.3)
