@@ -26,22 +26,29 @@ class ScriptArguments(PushArguments):
     split: str = field(default="train", metadata={"help": "Split to take demonstrations from (never test)."})
     tools: bool = field(default=False, metadata={"help": "Build `sft_tools` (the model calls ghost_ball, then "
                                                           "answers with its aim) instead of `sft`."})
-    seed: int = field(default=0, metadata={"help": "Seed of the draw that adds a recovered mistaken call to some "
-                                                   "tool demonstrations (--tools)."})
+    # The fields below are read only with --tools (metadata "requires"): given without it, the build refuses them.
+    seed: int = field(default=0, metadata={
+        "requires": "tools",
+        "help": "With --tools: the seed of the draw that adds a recovered mistaken call to some tool "
+                "demonstrations."})
     retry_blocked_share: float = field(default=0.45, metadata={
+        "requires": "tools",
         "help": "With --tools: the share of boards (of those with an own ball the tool reports blocked) whose "
                 "demonstration first calls for a blocked shot, then calls again (with fewer, the tool-SFT model "
                 "answers after a blocked report: docs/results.md#the-demonstrations)."})
     tool_demo_order: str = field(default="oracle", metadata={
+        "requires": "tools",
         "help": "With --tools: `oracle` (the Oracle's ball and pocket first, then the geometry candidates, with "
                 "mistaken calls shown and recovered) or `listed` (own balls called in the prompt's order until a "
                 "report shows an open shot, then the best of its open shots in the simulator; demos.tools."
                 "listed_demo)."})
     tool_demo_speeds: str = field(default="", metadata={
+        "requires": "tools",
         "help": "With --tools: comma-separated cue speeds (m/s, within 2-12) a demonstration tries, in order; the "
                 "first that plays best is written. Empty: the Oracle's speeds, 8,10,12. 5,8,10,12: the first open "
                 "shot pots cleanly more often at 5 m/s than at 8 (docs/results.md#the-demonstrations)."})
     at_cap_no_pot_share: float = field(default=1.0, metadata={
+        "requires": "tools",
         "help": "With --tools: the share of boards without a tool-derived pot (and with 3 own balls the tool "
                 "reports closed, or fewer but all of them) whose demonstration calls for them, then writes the "
                 "action (a kick where one plays best) at the call cap or after the last own ball (the turn the "
@@ -51,6 +58,7 @@ class ScriptArguments(PushArguments):
 def build(args: ScriptArguments) -> None:
     from pathlib import Path
 
+    from poolbench_data.core.fields import check_requires
     from poolbench_data.core.errors import UserError, check_seed, check_speeds
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
@@ -58,6 +66,7 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.demos.text import sft_rows
     from poolbench_data.report.provenance import provenance
 
+    check_requires(args)  # a tool-only flag without --tools would be silently ignored
     check_seed("--seed", args.seed)
     for flag in ("retry_blocked_share", "at_cap_no_pot_share"):
         if not 0 <= getattr(args, flag) <= 1:

@@ -44,3 +44,34 @@ def test_inspect_eval_plays_and_scores_through_the_simulator(tmp_path, monkeypat
     (score,) = first.scores.values()
     assert score.metadata["parse_status"] == "ok" and score.explanation.startswith("events: ")
     assert json.loads(score.answer)["target_ball"] == oracle(boards[0]).shot.target_ball
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"n": -1}, "-T n is -1; give a whole number of boards >= 1"),
+    ({"n": "x"}, "-T n is 'x'"), ({"n": 2.7}, "-T n is 2.7"), ({"n": True}, "-T n is True"),
+    ({"seed": -1}, "-T seed is -1; give a base seed from 0 to"),
+    ({"temperature": 3}, "-T temperature is 3; give a number from 0 to 2"),
+    ({"temperature": "hot"}, "-T temperature is 'hot'"),
+    ({"max_tokens": 0}, "-T max_tokens is 0; give a whole number of tokens >= 1"),
+])
+def test_a_task_argument_mistake_is_one_error_naming_it(args, words):
+    import re
+
+    with pytest.raises(ValueError, match=re.escape(words)):
+        poolbench(**args)
+
+
+def test_inspect_eval_says_a_task_argument_mistake_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    inspect = Path(sys.executable).with_name("inspect")
+    done = subprocess.run([str(inspect), "eval", "poolbench_data/cli/inspect_task.py", "-T", "n=-1", "--model",
+                           "mockllm/model", "--log-dir", str(tmp_path / "logs")], cwd=repo, capture_output=True,
+                          text=True, timeout=600)
+    said = (done.stdout + done.stderr).strip()
+    assert done.returncode != 0 and "Traceback" not in said, said[-3000:]
+    assert said.splitlines() == ["error: -T n is -1; give a whole number of boards >= 1 (the paper's 50)"], said
+    assert not (tmp_path / "logs").exists()

@@ -6,6 +6,7 @@ transformers, whose greedy decodes may part at a near-tie, so the same responses
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -100,3 +101,60 @@ def test_lm_eval_plays_the_embedded_model_with_its_hf_backend(tmp_path):
     assert len(samples) == 2 and all(s["resps"][0][0] for s in samples)
     board = {s.id: s for s in generate(50)}[samples[0]["doc"]["id"]]
     assert messages(board)[1]["content"] in samples[0]["arguments"][0][0]  # the user message, in the context
+
+
+# --- the task's settings (--metadata): named when wrong, before any board is generated ----------------------
+
+def _load(metadata: dict):
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=str(PATH), include_defaults=False, metadata=metadata).load(["poolbench"])
+
+
+@pytest.mark.parametrize("metadata, words", [
+    ({"nn": 5}, "--metadata 'nn' is not a setting of the poolbench task; it reads n (boards, >= 7"),
+    ({"n": -1}, "--metadata n is -1; give a whole number of boards >= 7 (one per category at least"),
+    ({"n": "x"}, "--metadata n is 'x'; give a whole number of boards >= 7"),
+    ({"n": 2}, "--metadata n is 2; give a whole number of boards >= 7"),
+    ({"n": 6}, "--metadata n is 6; give a whole number of boards >= 7"),
+    ({"n": 2.7}, "--metadata n is 2.7; give a whole number of boards >= 7"),
+    ({"n": True}, "--metadata n is True"),
+    ({"seed": -1}, "--metadata seed is -1; give a base seed from 0 to 9223372036854775807"),
+    ({"seed": "0"}, "--metadata seed is '0'"),
+])
+def test_a_metadata_mistake_is_one_error_naming_it(metadata, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        _load(metadata)
+
+
+def test_seven_boards_give_every_category_one():
+    subtasks = _subtasks(_load({"n": 7}))
+    assert {name: len(list(t.test_docs())) for name, t in subtasks.items()} == {f"poolbench_{c}": 1
+                                                                                 for c in CATEGORIES}
+
+
+def _lm_eval(*args: str):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cli = Path(sys.executable).with_name("lm_eval")
+    return subprocess.run([str(cli), "--model", "dummy", "--tasks", "poolbench", "--include_path", str(PATH),
+                           "--limit", "1", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_lm_eval_s_command_line_says_a_metadata_mistake_in_one_line():
+    """lm-eval merges --model_args into the task's metadata: those keys are no mistake, --metadata's unknown
+    one is; a bad n is one line and exit code 2, no traceback. A model's `seed` (vLLM's sampling seed) would
+    arrive as the boards' seed: refused, unless --metadata gives the boards' own."""
+    for args, words in ((["--model_args", "foo=1", "--metadata", '{"nn": 5}'], "--metadata 'nn' is not a setting"),
+                        (["--metadata", '{"n": 2}'], "--metadata n is 2; give a whole number of boards >= 7"),
+                        (["--model_args", "seed=3"], "--model_args seed=3 reaches the poolbench task as its board "
+                                                     "seed")):
+        done = _lm_eval(*args)
+        errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+        assert len(errors) == 1 and words in errors[0], done.stderr[-3000:]
+    done = _lm_eval("--model_args", "seed=3", "--metadata", '{"seed": 0, "n": 7}')
+    assert done.returncode == 0 and "poolbench_open" in done.stdout, done.stderr[-3000:]

@@ -132,7 +132,53 @@ def test_play_out_must_be_a_folder_for_these_boards(tmp_path, capsys):
     assert "--out" in capsys.readouterr().err
     other = tmp_path / "other"
     other.mkdir()
-    (other / "responses.jsonl").write_text(json.dumps({"player": "human", "scenario_id": "pb7-000000"}) + "\n")
+    (other / "responses.jsonl").write_text(json.dumps({"player": "human", "player_kind": "llm", "sample": 0,
+                                                       "scenario_id": "pb7-000000", "raw_response": ""}) + "\n")
     assert main(["play", "--out", str(other), "--n", "1"]) == 2
     err = capsys.readouterr().err
     assert "other boards" in err and len(err.strip().splitlines()) == 1
+
+
+# --- resuming from responses.jsonl: the file is the session, and a damaged one is named, never misread --------
+
+ANSWER = {"player": "human", "player_kind": "llm", "scenario_id": "pb0-000001", "sample": 0, "raw_response": "skip",
+          "temperature": None}
+WRONG = {"player": [1, None, ["h"]], "player_kind": [1, None], "scenario_id": [1, None, {"id": "pb0-000001"}],
+         "sample": ["0", None, -1, 1.5, True], "raw_response": [1, ["x"], {"text": "x"}],
+         "temperature": ["0.2", -1, [0.2], True]}
+RESUME_CASES = ([(f"{k}:missing", {x: v for x, v in ANSWER.items() if x != k}) for k in ANSWER if k != "temperature"]
+                + [(f"{k}={json.dumps(w)}", {**ANSWER, k: w}) for k, ws in WRONG.items() for w in ws]
+                + [(f"line={json.dumps(w)}", w) for w in ([1, 2], "x", 3, None)])
+
+
+def _resume(tmp_path, capsys, second_line: str) -> str:
+    """`poolbench play` on a folder whose responses.jsonl holds a good first answer and `second_line`: the
+    error (one line, exit 2), with nothing written beside the answers file."""
+    from poolbench_data.cli import main
+
+    out = tmp_path / "h"
+    out.mkdir(parents=True)
+    first = json.dumps({**ANSWER, "scenario_id": "pb0-000000"})
+    (out / "responses.jsonl").write_text(first + "\n" + second_line)
+    assert main(["play", "--n", "3", "--brief", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: ") and "Traceback" not in err, err
+    assert f"{out / 'responses.jsonl'}: line 2" in err, err
+    assert sorted(p.name for p in out.iterdir()) == ["responses.jsonl"]  # no board drawn, nothing scored
+    return err
+
+
+@pytest.mark.parametrize("case, row", RESUME_CASES, ids=[c[0] for c in RESUME_CASES])
+def test_a_resumed_answer_with_a_missing_key_or_a_wrong_type_is_named(tmp_path, capsys, case, row):
+    _resume(tmp_path, capsys, json.dumps(row) + "\n")
+
+
+def test_a_last_line_cut_short_is_named_with_its_file_and_line(tmp_path, capsys):
+    whole = json.dumps(ANSWER)
+    for cut in (1, 20, len(whole) // 2, len(whole) - 1):
+        err = _resume(tmp_path / str(cut), capsys, whole[:cut])
+        assert "is not JSON" in err and "delete that line" in err
+
+
+def test_a_line_that_is_a_list_is_named(tmp_path, capsys):
+    assert "line 2 is not a JSON object" in _resume(tmp_path, capsys, "[1,2]\n")

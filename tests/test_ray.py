@@ -27,6 +27,31 @@ def ray_instance():
     ray.shutdown()
 
 
+def test_auto_with_no_ray_running_is_one_line_naming_our_flag_before_any_work(tmp_path, capsys, monkeypatch):
+    """`--ray_address auto` finds the cluster as Ray does, before any board runs: none running here is one
+    line naming --ray_address (Ray's own error names its `--address` flag, after the progress bar started)."""
+    import ray
+    from ray._private.services import find_gcs_addresses
+
+    from poolbench_data.cli import main
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert not ray.is_initialized() and not find_gcs_addresses(), \
+        "a Ray cluster runs on this machine: run the Ray tests under flock /tmp/pb-heavy.lock, alone"
+    with pytest.raises(ValueError, match=r"^--ray_address auto"):
+        check_executor("ray", "auto")
+    assert main(["baseline", "--n", "2", "--executor", "ray", "--ray_address", "auto"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: --ray_address auto"), err
+    assert "`--address`" not in err and captured.out == ""  # no progress bar, no table: no work started
+
+
+def test_auto_finds_a_running_instance(ray_instance, monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert check_executor("ray", "auto") == "ray"
+
+
 class Counting:
     def __init__(self, n):
         self.n, self.taken = n, 0

@@ -503,3 +503,48 @@ def test_a_board_without_a_pot_can_teach_the_action_at_the_cap():
     assert len(with_cap) == seen and not tool_sft_rows(rows, "train", no_pot_share=0.0)
     assert tool_sft_rows(rows, "train") == with_cap and NO_POT_SHARE == 1.0  # the default: every board without a pot
     assert _load("builders/build_sft").ScriptArguments().at_cap_no_pot_share == NO_POT_SHARE  # one default
+
+
+# --- tool-only flags --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small_folder(tmp_path_factory) -> Path:
+    """A dataset folder with 2 train boards the Oracle played: `build_sft.py` without --tools builds `sft` from it."""
+    from poolbench_data.hub.build import build_benchmark
+
+    root = tmp_path_factory.mktemp("pbsmall") / "poolbench"
+    build_benchmark(root, eval_n=1, train_n=2, train_seed=3, players=("oracle",), progress=False)
+    return root
+
+
+@pytest.mark.parametrize("flag, value", [("--tool_demo_order", "listed"), ("--tool_demo_speeds", "5,8"),
+                                         ("--retry_blocked_share", "0.2"), ("--at_cap_no_pot_share", "0.5"),
+                                         ("--seed", "4")])
+def test_a_tool_only_flag_without_tools_is_refused_before_anything_is_built(small_folder, capsys, flag, value):
+    before = {p: p.stat().st_mtime_ns for p in small_folder.rglob("*")}
+    assert _load("builders/build_sft").main(["--dataset_dir", str(small_folder), flag, value]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {flag} is read only with --tools; add --tools, or leave {flag} out", err
+    assert {p: p.stat().st_mtime_ns for p in small_folder.rglob("*")} == before  # nothing written
+
+
+def test_every_tool_only_flag_says_so_in_its_help():
+    import dataclasses
+
+    fields = {f.name: f for f in dataclasses.fields(_load("builders/build_sft").ScriptArguments)}
+    tool_only = sorted(name for name, f in fields.items() if f.metadata.get("requires") == "tools")
+    assert tool_only == ["at_cap_no_pot_share", "retry_blocked_share", "seed", "tool_demo_order", "tool_demo_speeds"]
+    assert all(fields[name].metadata["help"].startswith("With --tools:") for name in tool_only)
+
+
+def test_the_row_check_says_one_thing_of_the_call_s_arguments(sft, rows):
+    """The fix line and the row's problem agree: ghost_ball takes target_ball and, optionally, pocket."""
+    bad = dict(rows[0])
+    call = {"name": "ghost_ball", "arguments": {"target_ball": "1", "spin": 0.5}}
+    bad["messages"] = [*bad["messages"][:2], {"role": "assistant", "content": f"<tool_call>{json.dumps(call)}"
+                                              "</tool_call>", "context": False}, *bad["messages"][3:]]
+    with pytest.raises(check_sft.SFTFormatError) as refused:
+        check_sft.check_sft_rows([bad])
+    message = str(refused.value)
+    assert "exactly target_ball and pocket" not in message
+    assert message.count("target_ball and, optionally, pocket") == 2, message

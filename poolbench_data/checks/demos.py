@@ -115,7 +115,7 @@ def check_sft_rows(dataset: Any, test_id_prefix: str | None = DEFAULT_TEST_ID_PR
         raise SFTFormatError(
             f"{found.n} of {n_rows} sft_tools rows are malformed:{found.listing()}"
             "\nFix: each row's `messages` is [system, user, assistant <tool_call>, tool answer, ..., assistant JSON "
-            "action], every call ghost_ball with exactly target_ball and pocket; rebuild with "
+            "action], every call ghost_ball with target_ball and, optionally, pocket (no other argument); rebuild with "
             "builders/build_sft.py --tools."
         )
     if found:

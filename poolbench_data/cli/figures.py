@@ -3,6 +3,8 @@
     poolbench figures --eval_dir results/eval --out docs/figures       # Table-1 bars, a model-vs-Oracle board
     poolbench figures --pilot_json docs/results/tool_track_smollm2_135m_cpu.json \\
         --trainer_state sft=runs/loop-tools/sft/trainer_state.json,dpo=runs/loop-tools/dpo/trainer_state.json
+
+Every input is checked before anything is drawn (report/figure_inputs.py says what each must hold).
 """
 
 from __future__ import annotations

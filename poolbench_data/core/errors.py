@@ -51,6 +51,16 @@ def check_output_dir(path: str, flag: str = "--out", make: bool = True) -> Path:
     return out
 
 
+def check_whole(flag: str, value, low: int, high: int | None = None, what: str = "a whole number",
+                why: str = "") -> int:
+    """A whole number in [low, high] as a harness passes it (a JSON or YAML value: a bool, a float or a string
+    is none), else one UserError naming the flag and what to give (and `why`, if given)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bounds = f">= {low}" if high is None else f"from {low} to {high}"
+        raise UserError(f"{flag} is {value!r}; give {what} {bounds}" + (f" ({why})" if why else ""))
+    return value
+
+
 def check_at_least(flag: str, value: int, low: int) -> None:
     if value < low:
         raise UserError(f"{flag} must be >= {low} (got {value})")

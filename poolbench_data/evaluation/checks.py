@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from poolbench_data.core.fields import check_types  # noqa: F401 - evaluate's first check
 from poolbench_data.core.errors import UserError, check_at_least, check_seed
 from poolbench_data.evaluation import experiments
 from poolbench_data.llm.registry import backend_spec
@@ -20,10 +21,11 @@ def check_config(config) -> str:
 
     spec = backend_spec(config.backend)
     for flag, value, low in (("--n", config.n, 1), ("--samples", config.samples, 1),
-                             ("--max_tokens", config.max_tokens, 1), ("--few_shot", config.few_shot, 0),
+                             ("--max_tokens", config.max_tokens, 1),
                              ("--boards", config.boards, 0), ("--max_model_len", config.max_model_len, 1),
                              ("--retries", config.retries, 0)):
         check_at_least(flag, value, low)
+    check_few_shot(config.few_shot)
     check_seed("--seed", config.seed)
     check_seed("--gen_seed", config.gen_seed)
     check_sampling(config, spec)
@@ -36,6 +38,14 @@ def check_config(config) -> str:
     parse_model_args(config.model_args)  # a malformed item fails here, not after the baselines
     experiments.check(config, spec)
     return spec.resolve(config)
+
+
+def check_few_shot(k: int) -> None:
+    from poolbench_data.protocol.prompts import MAX_FEW_SHOT
+
+    if not 0 <= k <= MAX_FEW_SHOT:
+        raise UserError(f"--few_shot {k}: give a whole number of worked examples from 0 to {MAX_FEW_SHOT} (the "
+                        "paper's ablation grid is 0/1/3/5)")
 
 
 def check_applies(config, spec) -> None:
@@ -95,6 +105,14 @@ def check_sampling(config, spec) -> None:
     limit = os.environ.get("VLLM_MAX_N_SEQUENCES", "16384")
     if limit.isdigit() and config.samples > int(limit):
         raise UserError(f"--samples must be at most {limit} (vLLM's VLLM_MAX_N_SEQUENCES; got {config.samples})")
+
+
+def check_boards(config, scenarios) -> None:
+    """What the backend needs of the selected boards (replay: an answer for each board and sample), before the
+    baselines run and before the report folder is made."""
+    check = backend_spec(config.backend).check_boards
+    if check is not None:
+        check(config, [s.id for s in scenarios])
 
 
 def check_name(config, name: str, baselines: list[str]) -> None:

@@ -10,7 +10,7 @@ from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
 from poolbench_data.llm.registry import BACKENDS
 from poolbench_data.llm.tools import MAX_CALLS
 from poolbench_data.players import EVAL_BASELINES
-from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, MAX_FEW_SHOT
 from poolbench_data.report.eval_results import DEFAULT_DATASET
 
 
@@ -45,7 +45,8 @@ class EvalConfig:
     max_tokens: int = _f(DEFAULT_MAX_TOKENS, "token budget (paper: 300)")
     gen_seed: int = _f(0, "generation seed (per-request seeds derive from it)")
     structured: bool = _f(False, "constrain output to the action's JSON schema")
-    few_shot: int = _f(0, "worked Oracle examples in the prompt (0/1/3/5)")
+    few_shot: int = _f(0, f"worked Oracle examples in the prompt: any whole number from 0 to {MAX_FEW_SHOT} (the "
+                          "paper's ablation grid is 0/1/3/5)")
     baselines: str = _f(",".join(EVAL_BASELINES), "baselines in the report")
     model_args: str = _f("", "engine settings passed to vLLM, as lm-evaluation-harness's --model_args: k=v,k=v "
                              "(e.g. dtype=float32,enforce_eager=True,tensor_parallel_size=2); recorded in results")

@@ -185,6 +185,17 @@ def stops_line(stops: dict[str, dict[str, int]]) -> str:
             + "; ".join(f"{p}: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())) for p, by in stops.items()))
 
 
+def generated(config) -> str:
+    """How the model's answers came to be, for the report's title: the sampling settings of a backend that
+    generates; for stored answers (a replay, a person's `poolbench play`), where they were read, since this
+    run's sampling settings never produced them."""
+    from poolbench_data.llm.registry import backend_spec
+
+    if not backend_spec(config.backend).generates:  # the file's name: the same answers, the same report anywhere
+        return f"answers read from {Path(config.responses).name}"
+    return f"T={config.temperature}, max_tokens={config.max_tokens}, {config.few_shot}-shot"
+
+
 def report(config, name, scenarios, baselines, base_records, llm_records, oracle_shots, out: Path,
             failed: dict) -> tuple[str, dict]:
     """Print-ready report and the summary it prints (also summary.json); draws the heatmap and the board PNGs.
@@ -204,8 +215,7 @@ def report(config, name, scenarios, baselines, base_records, llm_records, oracle
     mode = ("structured" if config.structured else
             f"ghost_ball tool, <= {config.max_tool_calls} calls" if config.tools else "free text")
     title = (f"PoolBench: {len(scenarios)} scenarios (seed {config.seed}), {name} x{config.samples} "
-             f"(T={config.temperature}, max_tokens={config.max_tokens}, {mode}, {config.few_shot}-shot). "
-             "Wilson 95% CIs.")
+             f"({generated(config)}, {mode}). Wilson 95% CIs.")
     stops = simulator_stops(base_records + llm_records)
     render_heatmap(summary, out / "heatmap_contact.png")
     draw_boards(scenarios, base_records + llm_records, baselines + [name], out, config.boards)

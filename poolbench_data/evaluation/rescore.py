@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from poolbench_data.core.errors import UserError
+from poolbench_data.llm.replay import row_problem
 
 
 @dataclass(frozen=True)
@@ -38,23 +39,6 @@ def boards_of(rows: list[dict]) -> tuple[int, int]:
     if indices != set(range(n)):
         raise UserError(f"the traces cover {len(indices)} of boards 0..{n - 1}; re-score a whole run")
     return seeds.pop(), n
-
-
-def row_problem(r: dict) -> str | None:
-    """What a stored row lacks for a re-score (the fields the replay backend reads), or None."""
-    import math
-
-    if not isinstance(r.get("scenario_id"), str):
-        return f"scenario_id is {r.get('scenario_id')!r}, not a board id"
-    sample = r.get("sample")
-    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
-        return f"sample is {sample!r}, not a count from 0"
-    if not isinstance(r.get("raw_response"), (str, type(None))):
-        return f"raw_response is a {type(r.get('raw_response')).__name__}, not text"
-    t = r.get("temperature")
-    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0):
-        return f"the stored temperature is {t!r}, not a finite number >= 0"
-    return None
 
 
 def rescore(config: ScoreConfig):

@@ -46,6 +46,7 @@ def evaluate(config: EvalConfig) -> EvalResult:
     from poolbench_data.players.traces import oracle_shots as oracle_shots_of
     from poolbench_data.report.provenance import provenance
 
+    checks.check_types(config)  # a hand-built config (EvalConfig(n="5")) is named before any value is compared
     baselines = check_players([b for b in config.baselines.split(",") if b], "--baselines")
     if "oracle" not in baselines:
         baselines.insert(0, "oracle")  # the decomposition measures against it
@@ -62,6 +63,7 @@ def evaluate(config: EvalConfig) -> EvalResult:
     scenarios = outputs.select(config, generate(config.n, config.seed))
     targets = outputs.paths(config, name)
     checks.check_context(config, model, scenarios)
+    checks.check_boards(config, scenarios)
     out = outputs.report_folder(config)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

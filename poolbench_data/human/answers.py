@@ -20,6 +20,7 @@ class Session:
     def __init__(self, config):
         from poolbench_data.boards.generate import generate
         from poolbench_data.core.errors import UserError, check_output_dir
+        from poolbench_data.llm.replay import replay_rows
         from poolbench_data.players import BASELINES
 
         if config.name in BASELINES or not config.name.strip():
@@ -29,8 +30,8 @@ class Session:
         self.name, self.seed, self.n, self.out = config.name, config.seed, config.n, out
         self.boards = generate(config.n, config.seed)
         self.responses = out / "responses.jsonl"
-        rows = self.responses.read_text().splitlines() if self.responses.exists() else []
-        self.rows = [json.loads(x) for x in rows if x.strip()]
+        self.rows = replay_rows(self.responses, f"delete that line to play its board again, or give another "
+                                                f"--out") if self.responses.exists() else []
         ids = {s.id for s in self.boards}
         foreign = [r["scenario_id"] for r in self.rows
                    if r.get("scenario_id") not in ids or r.get("player") != config.name]

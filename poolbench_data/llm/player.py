@@ -21,6 +21,7 @@ from poolbench_data.protocol.prompts import (
     ACTION_JSON_SCHEMA,
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
+    MAX_FEW_SHOT,
     PROMPT_VERSION,
     messages,
 )
@@ -51,8 +52,13 @@ class EvalSettings:
 
 
 def few_shot_examples(k: int, exclude: Sequence[str] = ()) -> list[tuple[Scenario, Shot]]:
-    """k worked examples: boards from FEWSHOT_SEED where the Oracle pots."""
-    return list(_few_shot_examples(k, tuple(exclude)))
+    """k worked examples (0 to MAX_FEW_SHOT): boards from FEWSHOT_SEED where the Oracle pots."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_FEW_SHOT:
+        raise ValueError(f"few_shot={k!r}: give a whole number of worked examples from 0 to {MAX_FEW_SHOT}")
+    examples = list(_few_shot_examples(k, tuple(exclude)))
+    if len(examples) < k:  # never a prompt with fewer examples than asked for
+        raise ValueError(f"only {len(examples)} of {k} worked examples found among the boards searched")
+    return examples
 
 
 # The Oracle's search costs seconds a board, and the prompt-length check and

@@ -30,6 +30,9 @@ class BackendSpec:
     # (only when the model names a local folder with one), "none" (nothing is generated).
     tokenizer: str = "model"
     reads: tuple[str, ...] = ()  # config fields only this backend reads: set for another, they are a mistake
+    # check_boards(config, scenario_ids): what the backend needs of the selected boards, checked before the
+    # baselines run and before any folder is written (replay: an answer for every board and sample).
+    check_boards: Callable[[Any, Sequence[str]], None] | None = None
 
 
 def _engine_kwargs(config) -> dict:
@@ -71,15 +74,31 @@ def _replay_resolve(config) -> str:
     return config.model or Path(config.responses).parent.name
 
 
-def _replay(config, model: str, scenario_ids: Sequence[str]) -> Backend:
-    from poolbench_data.llm.replay import ReplayBackend
-    from poolbench_data.players.traces import load_traces
+def _replay_answers(config) -> tuple[list[dict], str]:
+    """(rows, player) of --responses: every row readable, one player picked (--name where it holds several)."""
+    from poolbench_data.llm.replay import replay_rows
 
-    rows = load_traces(config.responses)
+    rows = replay_rows(config.responses, "give --responses an llm_traces.jsonl of `poolbench eval` (or a "
+                                          "`poolbench play` responses.jsonl), unedited")
     players = sorted({r["player"] for r in rows if r["player_kind"] == "llm"})
     player = config.name if config.name in players else (players[0] if len(players) == 1 else None)
     if player is None:
-        raise UserError(f"{config.responses} holds responses of {players}; pick one with --name")
+        raise UserError(f"--responses {config.responses} holds responses of {players}; pick one with --name")
+    return rows, player
+
+
+def _replay_check(config, scenario_ids: Sequence[str]) -> None:
+    from poolbench_data.llm.replay import coverage_problem
+
+    rows, player = _replay_answers(config)
+    if problem := coverage_problem(rows, scenario_ids, player, config.samples):
+        raise UserError(f"--responses {config.responses} {problem}")
+
+
+def _replay(config, model: str, scenario_ids: Sequence[str]) -> Backend:
+    from poolbench_data.llm.replay import ReplayBackend
+
+    rows, player = _replay_answers(config)
     return ReplayBackend.from_traces(rows, scenario_ids, player)
 
 
@@ -107,7 +126,7 @@ BACKENDS: dict[str, BackendSpec] = {
     "openai": BackendSpec(_openai_resolve, _openai, _build_openai, images=True, tokenizer="if-local",
                           reads=("base_url",)),
     "replay": BackendSpec(_replay_resolve, _replay, _build_replay, generates=False, tokenizer="none",
-                          reads=("responses",)),
+                          reads=("responses",), check_boards=_replay_check),
 }
 
 

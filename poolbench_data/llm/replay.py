@@ -4,7 +4,9 @@ scoring stay exactly those of a live run."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from pathlib import Path
 
 from poolbench_data.llm.backend import GenerationFailure, GenerationResult, validate_request
 
@@ -51,3 +53,48 @@ class ReplayBackend:
         if missing:
             raise ValueError(f"no {player!r} responses for scenario {missing[0]} ({len(missing)} missing)")
         return ReplayBackend([[t for _, t in sorted(by_id[s])] for s in scenario_ids], model=player)
+
+
+def row_problem(r: dict) -> str | None:
+    """What a stored answer row lacks for a replay (the fields the replay backend reads), or None."""
+    for key in ("player", "player_kind", "scenario_id"):
+        if not isinstance(r.get(key), str):
+            return f"{key} is {r.get(key)!r}, not text" if key in r else f"it has no {key!r}"
+    sample = r.get("sample")
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        return f"sample is {sample!r}, not a count from 0"
+    if "raw_response" not in r:  # null is a request that failed; absent is a row that is not an answer
+        return "it has no 'raw_response'"
+    if not isinstance(r["raw_response"], (str, type(None))):
+        return f"raw_response is a {type(r.get('raw_response')).__name__}, not text"
+    t = r.get("temperature")
+    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0):
+        return f"the stored temperature is {t!r}, not a finite number >= 0"
+    return None
+
+
+def replay_rows(path, fix: str) -> list[dict]:
+    """The answer rows of a JSON-lines file (an llm_traces.jsonl, a `poolbench play` responses.jsonl), each one a
+    row the replay backend can read: a line that is not JSON, not an object or lacks a field is a ValueError
+    naming the file, the line and `fix`."""
+    from poolbench_data.players.traces import load_traces
+
+    return load_traces(Path(path), fix, check=row_problem)
+
+
+def coverage_problem(rows: Sequence[dict], scenario_ids: Sequence[str], player: str, samples: int) -> str | None:
+    """Why the rows of `player` cannot answer `samples` responses for each board (None when they can)."""
+    by_id: dict[str, set[int]] = {}
+    for r in rows:
+        if r["player"] == player:
+            by_id.setdefault(r["scenario_id"], set()).add(r["sample"])
+    missing = [s for s in scenario_ids if s not in by_id]
+    if missing:
+        return (f"holds answers of {player!r} for {len(scenario_ids) - len(missing)} of the {len(scenario_ids)} "
+                f"boards (none for {missing[0]}); pass the --n and --seed of the boards it answers")
+    short = [s for s in scenario_ids if len(by_id[s]) < samples]
+    if short:
+        fewest = min(len(by_id[s]) for s in scenario_ids)
+        return (f"holds {len(by_id[short[0]])} answer(s) of {player!r} for board {short[0]}, fewer than --samples "
+                f"{samples}; pass --samples {fewest}")
+    return None

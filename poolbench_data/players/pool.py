@@ -160,16 +160,36 @@ def check_executor(executor: str, address: str | None = None) -> str:
         raise ValueError(f"--ray_address {address!r} needs --executor ray")
     if executor == "ray":
         _import_ray()
-        if address and address != "auto":
+        if address == "auto":
+            found = resolve_auto()
+            if found != "local":  # RAY_ADDRESS=local: a local instance, started when the work starts
+                probe_ray_address(found, shown=f"auto (found {found})")
+        elif address:
             probe_ray_address(address)
     return executor
+
+
+def resolve_auto(address: str = "auto") -> str:
+    """The head `--ray_address auto` means, found as Ray finds it (RAY_ADDRESS, else the cluster `ray start`
+    recorded on this machine, else any running head here), without connecting; none is one error naming our
+    flag (Ray's own names its `--address` flag, and comes only once ray.init runs, after work started)."""
+    from ray._private.services import get_ray_address_from_environment
+
+    try:
+        return get_ray_address_from_environment(address, None)
+    except ConnectionError:
+        raise ValueError("--ray_address auto: no running Ray cluster found on this machine (RAY_ADDRESS is unset "
+                         "and no `ray start --head` is running); start one with `ray start --head`, pass its "
+                         "address, or leave --ray_address out for a local instance") from None
 
 
 RAY_CONNECT_S = 5.0  # Ray itself retries an absent head for minutes
 
 
-def probe_ray_address(address: str, timeout: float = RAY_CONNECT_S) -> None:
-    """A TCP connection to the head's host:port (GCS or ray:// client), within `timeout`; else one clear error."""
+def probe_ray_address(address: str, timeout: float = RAY_CONNECT_S, shown: str | None = None) -> None:
+    """A TCP connection to the head's host:port (GCS or ray:// client), within `timeout`; else one clear error
+    (naming --ray_address as `shown`, by default the address)."""
+    shown = shown or address
     import socket
     from urllib.parse import urlsplit
 
@@ -179,12 +199,12 @@ def probe_ray_address(address: str, timeout: float = RAY_CONNECT_S) -> None:
     except ValueError:
         host = port = None
     if not host or not port:
-        raise ValueError(f"--ray_address {address!r} is not host:port (or ray://host:port, or auto)")
+        raise ValueError(f"--ray_address {shown!r} is not host:port (or ray://host:port, or auto)")
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:
         reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
-        raise ValueError(f"--ray_address {address}: no Ray head answers at {host}:{port} ({reason} within "
+        raise ValueError(f"--ray_address {shown}: no Ray head answers at {host}:{port} ({reason} within "
                          f"{timeout:.0f} s); start one with `ray start --head` and pass the address it prints, "
                          "or use --executor local") from None
 

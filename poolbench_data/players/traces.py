@@ -45,9 +45,10 @@ def oracle_shots(records: Iterable[ShotRecord]) -> dict[str, Shot]:
 FIX = "pass the llm_traces.jsonl of a `poolbench eval` run"
 
 
-def load_traces(path: Path, fix: str = FIX) -> list[dict]:
+def load_traces(path: Path, fix: str = FIX, check=None) -> list[dict]:
     """The rows of an llm_traces.jsonl (or any JSON-lines file of objects). A file that is not one is an error
-    naming the file, the line and `fix` (an empty file is no rows)."""
+    naming the file, the line and `fix` (an empty file is no rows); so is a row for which `check(row)` returns
+    a problem (a string)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist or is not a file; {fix}")
@@ -62,5 +63,7 @@ def load_traces(path: Path, fix: str = FIX) -> list[dict]:
                 raise ValueError(f"{path}: line {i} is not JSON; {fix}") from None
             if not isinstance(row, dict):
                 raise ValueError(f"{path}: line {i} is not a JSON object; {fix}")
+            if check is not None and (problem := check(row)):
+                raise ValueError(f"{path}: line {i}: {problem}; {fix}")
             rows.append(row)
     return rows

@@ -47,6 +47,9 @@ PROMPT_VERSION = "poolbench-a1-v1"
 # The paper's sampling settings: low temperature, a 300-token budget.
 DEFAULT_TEMPERATURE = 0.2
 DEFAULT_MAX_TOKENS = 300
+# Worked Oracle examples a prompt may carry (`--few_shot`): any count up to this one. Each example is an Oracle
+# search (seconds) and about a thousand characters of prompt; the paper's ablation grid is 0/1/3/5.
+MAX_FEW_SHOT = 10
 
 SYSTEM_PROMPT = (
     "You are an expert 8-ball pool player AI. Your goal is to actually POT your own balls "

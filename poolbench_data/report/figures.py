@@ -9,7 +9,6 @@ what `poolbench figures` calls."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -260,15 +259,13 @@ def pilot_series(pilot: Mapping, metrics: Sequence[str]) -> dict[str, list[tuple
     return {label: [(pilot[key][m], pilot["n"]) for m in metrics] for key, label in PILOT_BLOCKS if pilot.get(key)}
 
 
-def training_curves_figure(states: Mapping[str, Path], path: Path) -> Path:
-    """The loss by optimizer step of each run's trainer_state.json (TRL's log_history)."""
+def training_curves_figure(curves: Mapping[str, Sequence[tuple[float, float]]], path: Path) -> Path:
+    """The loss by optimizer step of each run: label -> its (step, loss) points, as TRL's log_history in its
+    trainer_state.json holds them (report.figure_inputs.read_curve reads one)."""
     fig, axes = _figure(1, 6.0, 3.4)
     ax = axes[0][0]
-    for label, state in states.items():
-        log = json.loads(Path(state).read_text())["log_history"]
-        pts = [(e["step"], e["loss"]) for e in log if "loss" in e]
-        if pts:
-            ax.plot(*zip(*pts), marker=".", lw=1, label=label)
+    for label, pts in curves.items():
+        ax.plot(*zip(*pts), marker=".", lw=1, label=label)
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("training loss")
     ax.grid(alpha=0.3)
@@ -289,64 +286,13 @@ class FiguresConfig:
     out: str = field(default="results/figures", metadata={"help": "folder for the PNGs"})
 
 
-def _scenario(scenario_id: str):
-    """A generated board from its id, pb<seed>-<index>."""
-    from poolbench_data.boards.generate import generate
-
-    head, _, index = scenario_id.rpartition("-")
-    return generate(1, int(head.removeprefix("pb")), start=int(index))[0]
-
-
-def _states(text: str) -> dict[str, Path]:
-    from poolbench_data.core.errors import UserError
-
-    states = {}
-    for item in filter(None, text.split(",")):
-        label, sep, path = item.partition("=")
-        if not sep or not label or not Path(path).is_file():
-            raise UserError(f"--trainer_state {item!r}: give label=PATH with an existing trainer_state.json")
-        states[label] = Path(path)
-    return states
-
-
 def draw_figures(config: FiguresConfig) -> tuple[Path, ...]:
-    """Check the inputs (before any drawing), draw each figure the given files make into `out`, print each
-    PNG's path; the PNGs written, in that order."""
-    from poolbench_data.core.errors import UserError, check_output_dir
-    from poolbench_data.players import oracle
-    from poolbench_data.players.traces import load_traces
+    """Read and check every input (`figure_inputs.read_inputs`, before anything is drawn or written), draw each
+    figure the given files make into `out`, print each PNG's path; the PNGs written, in that order."""
+    from poolbench_data.report.figure_inputs import draw, read_inputs
 
-    if not (config.eval_dir or config.pilot_json or config.trainer_state):
-        raise UserError("nothing to draw; give --eval_dir, --pilot_json or --trainer_state")
-    if config.eval_dir and not (Path(config.eval_dir) / "summary.json").is_file():
-        raise UserError(f"--eval_dir {config.eval_dir}: no summary.json there; give a `poolbench eval` --out folder")
-    if config.pilot_json and not Path(config.pilot_json).is_file():
-        raise UserError(f"--pilot_json {config.pilot_json}: no such file; give a pilot's results JSON")
-    states = _states(config.trainer_state)
-    rows = []
-    if config.eval_dir:
-        rows = [r for r in load_traces(Path(config.eval_dir) / "llm_traces.jsonl") if r.get("action")]
-        ids = [r["scenario_id"] for r in rows]
-        if config.board and config.board not in ids:
-            raise UserError(f"--board {config.board!r}: no shot of the model on that board in {config.eval_dir}")
-    if config.board and not config.eval_dir:
-        raise UserError("--board is read only with --eval_dir; add --eval_dir, or leave --board out")
-    out = check_output_dir(config.out, "--out")
-    drawn = []
-    if config.eval_dir:
-        summary = json.loads((Path(config.eval_dir) / "summary.json").read_text())["summary"]
-        drawn.append(table1_figure(summary, out / "table1.png"))
-        print(drawn[-1])
-        if rows:
-            row = next(r for r in rows if r["scenario_id"] == (config.board or rows[0]["scenario_id"]))
-            s, model = _scenario(row["scenario_id"]), Shot.from_row(row["action"])
-            board_figure(s, [(row["player"], model), ("oracle", oracle(s).shot)], out / "board_pair.png")
-            drawn.append(out / "board_pair.png")
-            print(drawn[-1])
-    if config.pilot_json:
-        drawn.append(before_after_figure(json.loads(Path(config.pilot_json).read_text()), out / "before_after.png"))
-        print(drawn[-1])
-    if states:
-        drawn.append(training_curves_figure(states, out / "training_curves.png"))
-        print(drawn[-1])
+    inputs = read_inputs(config.eval_dir, config.board, config.pilot_json, config.trainer_state)
+    drawn = draw(inputs, config.out)
+    for path in drawn:
+        print(path)
     return tuple(drawn)
