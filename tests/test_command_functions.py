@@ -125,7 +125,7 @@ def test_compare_runs_pairs_the_same_shots_of_two_runs(tmp_path, capsys):
 def test_draw_figures_draws_each_figure_the_files_make(rescored, tmp_path):
     import matplotlib.image
 
-    from poolbench_data.report.figures import FiguresConfig, draw_figures
+    from poolbench_data.report.figure_inputs import FiguresConfig, draw_figures
 
     scored = rescored[1]
     pilot = REPO / "docs/results/tool_track_smollm2_135m_cpu.json"

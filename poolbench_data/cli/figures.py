@@ -1,4 +1,4 @@
-"""`poolbench figures`: the figures of a run from its files (`report.figures.draw_figures`).
+"""`poolbench figures`: the figures of a run from its files (`report.figure_inputs.draw_figures`).
 
     poolbench figures --eval_dir results/eval --out docs/figures       # Table-1 bars, a model-vs-Oracle board
     poolbench figures --pilot_json docs/results/tool_track_smollm2_135m_cpu.json \\
@@ -9,11 +9,11 @@ Every input is checked before anything is drawn (report/figure_inputs.py says wh
 
 from __future__ import annotations
 
-from poolbench_data.report.figures import FiguresConfig as CONFIG
+from poolbench_data.report.figure_inputs import FiguresConfig as CONFIG
 
 
 def run(config: CONFIG) -> int:
-    from poolbench_data.report.figures import draw_figures
+    from poolbench_data.report.figure_inputs import draw_figures
 
     draw_figures(config)
     return 0

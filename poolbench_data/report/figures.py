@@ -4,8 +4,8 @@ potted balls marked at their pocket, a caption with the action and the outcome),
 the Table-1 bars with Wilson intervals, the before/after bars of a training pilot, and training curves.
 
 Each drawing function returns what it drew (`Drawn`), so tests check content (where the cue ball's path
-starts, where a potted ball is marked) rather than pixels. `draw_figures(config)` draws them from a run's files:
-what `poolbench figures` calls."""
+starts, where a potted ball is marked) rather than pixels. `figure_inputs.draw_figures(config)` draws them from
+a run's files: what `poolbench figures` calls."""
 
 from __future__ import annotations
 
@@ -271,28 +271,3 @@ def training_curves_figure(curves: Mapping[str, Sequence[tuple[float, float]]], 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return _save(fig, path)
-
-
-@dataclass(frozen=True)
-class FiguresConfig:
-    """Figures of a run: Table-1 bars, a model-vs-Oracle board, before/after bars, training curves
-    (`poolbench figures`)."""
-
-    eval_dir: str = field(default="", metadata={"help": "a `poolbench eval` report folder (--out): table1.png from "
-                                                         "its summary.json, board_pair.png from its llm_traces.jsonl"})
-    board: str = field(default="", metadata={"help": "with --eval_dir: the board of the pair (default: the first)"})
-    pilot_json: str = field(default="", metadata={"help": "a training pilot's results JSON: before_after.png"})
-    trainer_state: str = field(default="", metadata={"help": "label=trainer_state.json,...: training_curves.png"})
-    out: str = field(default="results/figures", metadata={"help": "folder for the PNGs"})
-
-
-def draw_figures(config: FiguresConfig) -> tuple[Path, ...]:
-    """Read and check every input (`figure_inputs.read_inputs`, before anything is drawn or written), draw each
-    figure the given files make into `out`, print each PNG's path; the PNGs written, in that order."""
-    from poolbench_data.report.figure_inputs import draw, read_inputs
-
-    inputs = read_inputs(config.eval_dir, config.board, config.pilot_json, config.trainer_state)
-    drawn = draw(inputs, config.out)
-    for path in drawn:
-        print(path)
-    return tuple(drawn)
