@@ -183,8 +183,11 @@ def test_the_inputs_a_real_run_writes_are_drawn(tmp_path, capsys):
     from poolbench_data.protocol.prompts import format_action
     from poolbench_data.report.figure_inputs import read_pilot
 
-    for path in sorted((REPO / "docs" / "results").glob("pilot_tools_*.json")):
-        read_pilot(str(path))  # every pilot the repository holds passes
+    pilots = [p for kind in ("tool_track", "tool_dpo", "tool_grpo", "tool_report")
+              for p in sorted((REPO / "docs" / "results").glob(f"{kind}_*.json"))]
+    assert len(pilots) >= 10
+    for path in pilots:
+        read_pilot(str(path))  # every tool-track pilot the repository holds passes
     boards = generate(2)
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(json.dumps({"player": "m", "player_kind": "llm", "scenario_id": b.id, "sample": 0,
@@ -201,7 +204,7 @@ def test_the_inputs_a_real_run_writes_are_drawn(tmp_path, capsys):
     out = tmp_path / "figs"
     capsys.readouterr()
     assert main(["figures", "--eval_dir", str(run), "--pilot_json",
-                 str(REPO / "docs" / "results" / "pilot_tools_smollm2_cpu.json"), "--trainer_state",
+                 str(REPO / "docs" / "results" / "tool_track_smollm2_135m_cpu.json"), "--trainer_state",
                  f"sft={state}", "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["before_after.png", "board_pair.png", "table1.png",
                                                      "training_curves.png"]

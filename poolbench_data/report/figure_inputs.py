@@ -26,7 +26,7 @@ from poolbench_data.core.records import Shot
 TABLE1_METRICS = ("legal_contact", "own_potted", "clean_pot", "foul")
 PILOT_METRICS = ("legal_contact", "own_potted", "clean_pot")
 EVAL_FIX = "give --eval_dir the --out folder of a `poolbench eval` run, unedited"
-PILOT_FIX = "give --pilot_json a training pilot's results JSON (docs/results/pilot_tools_*.json)"
+PILOT_FIX = "give --pilot_json a training pilot's results JSON (docs/results/tool_track_*.json)"
 STATE_FIX = "give --trainer_state label=PATH with the trainer_state.json of a training run"
 BOARD_ID = re.compile(r"pb(\d+)-(\d+)")
 
