@@ -22,4 +22,6 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   fi
 fi
 .venv/bin/lint-imports
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# The 25 slowest tests and every skip with its reason (beside failures and errors), so a slow or skipped test is
+# seen the run it arrives.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 -rfEs "$@"
