@@ -1,7 +1,13 @@
+"""What many tests share, built once a run: the 50 benchmark boards and their reference run, one vLLM engine on
+the embedded model, one tiny model, one small dataset folder and one set of two shards. Shared things are read
+only: a test that changes one works on its own copy (`copy_of`). The engine is shut down after the last test
+that uses it, so no engine outlives its tests."""
+
 import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +19,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 _CACHE = tempfile.mkdtemp(prefix="poolbench-tests-hf-datasets-")
 os.environ["HF_DATASETS_CACHE"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+
+# The shared engine: the context of the evaluator's default (--max_model_len), eager (torch.compile costs minutes
+# on 2 cores), no prefix cache (each test's requests are its own), and the <think> markers configured so a test can
+# give its requests a thinking budget.
+ENGINE_MAX_MODEL_LEN = 4096
+ENGINE_KV_CACHE_GIB = 0.5
+ENGINE_THINKING_BUDGET = 8
+# The small dataset folder: three held-out boards, three train boards, the Oracle's and Random's traces (odd
+# counts, so its two shards differ in size).
+SMALL_DATASET = {"eval_n": 3, "train_n": 3, "train_seed": 5, "players": ("oracle", "random"), "progress": False}
 
 
 @pytest.fixture(scope="session")
@@ -58,3 +74,158 @@ def served_model():
                       extra_args=["--enforce-eager", "--no-enable-prefix-caching", "--served-model-name",
                                   SERVED_NAME, "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]) as url:
         yield url, SERVED_NAME
+
+
+def copy_of(folder: Path, where: Path) -> Path:
+    """A private copy of a shared folder, for a test that changes it."""
+    return Path(shutil.copytree(folder, where / folder.name))
+
+
+# ------------------------------------------------------------------ data and models
+
+
+@pytest.fixture(scope="session")
+def small_dataset(tmp_path_factory) -> Path:
+    """A dataset folder (SMALL_DATASET) as `build_benchmark` writes it. Read only: copy it to change it."""
+    from poolbench_data.hub.build import build_benchmark
+
+    root = tmp_path_factory.mktemp("small-dataset") / "poolbench"
+    build_benchmark(root, **SMALL_DATASET)
+    return root
+
+
+@pytest.fixture(scope="session")
+def two_shards(tmp_path_factory) -> Path:
+    """The small dataset built as two shards, `s0/` and `s1/` (what merge_shards reads). Read only."""
+    from poolbench_data.hub.build import build_benchmark
+
+    parts = tmp_path_factory.mktemp("two-shards")
+    for i in range(2):
+        build_benchmark(parts / f"s{i}", shard=(i, 2), **SMALL_DATASET)
+    return parts
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """tests/tiny_model.py's model at seed 0: a random 2-layer Llama with a ChatML tokenizer. Read only."""
+    from tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+
+
+# ------------------------------------------------------------------ the vLLM engine
+
+_ENGINE: dict = {}  # while the session's engine runs: {"engine": VLLMBackend, "temp": its temp folder}
+_LAST_ENGINE_USER: list[str] = []  # the node id of the last test that uses it
+
+
+def _socket_files(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_socket()]
+
+
+def _start_engine():
+    from poolbench_data.llm.model import default_model_dir
+    from poolbench_data.llm.vllm_backend import VLLMBackend
+
+    # The temp folder the engine starts with, where its socket files would be left; short, as a socket's path
+    # must fit in 107 characters.
+    temp = Path(tempfile.mkdtemp(prefix="pb-"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("VLLM_RPC_BASE_PATH", raising=False)
+        mp.setattr(tempfile, "tempdir", str(temp))
+        # A thinking budget at start configures the <think> markers; each lease sets its own budget.
+        engine = VLLMBackend(str(default_model_dir()), max_model_len=ENGINE_MAX_MODEL_LEN,
+                             kv_cache_gib=ENGINE_KV_CACHE_GIB, enforce_eager=True, enable_prefix_caching=False,
+                             thinking_token_budget=ENGINE_THINKING_BUDGET)
+    print(f"\nvLLM engine start: {engine.startup_s:.1f} s")
+    _ENGINE.update(engine=engine, temp=temp)
+
+
+def _stop_engine() -> None:
+    """Shut the session's engine down; its worker processes and socket files go with it."""
+    if "engine" not in _ENGINE:
+        return
+    engine, temp = _ENGINE.pop("engine"), _ENGINE.pop("temp")
+    engine.close()
+    # vLLM binds its processes' ZMQ sockets as files in the temp folder and leaves them there after a clean
+    # shutdown (7 an engine, vllm 0.32); the engine's own folder for them goes with close().
+    left = _socket_files(temp)
+    shutil.rmtree(temp, ignore_errors=True)
+    assert left == [], f"the engine left socket files: {left}"
+
+
+def _lease(thinking_token_budget=None):
+    """The session's engine under one caller's settings: its own thinking budget (None: none), and a close()
+    that ends the lease, not the engine."""
+    from poolbench_data.llm.vllm_backend import VLLMBackend
+
+    class EngineLease(VLLMBackend):
+        def __init__(self, engine, budget):  # the running engine's state, not a new engine
+            vars(self).update(vars(engine))
+            self.thinking_token_budget = budget
+
+        def close(self) -> None:
+            self.llm = None
+
+    assert "engine" in _ENGINE, "the session's engine is shut down: its last user ran"
+    return EngineLease(_ENGINE["engine"], thinking_token_budget)
+
+
+@pytest.fixture(scope="session")
+def shared_vllm_engine():
+    """The session's one vLLM engine on the embedded model (ENGINE_*): started on first use, shut down after the
+    last test that uses it. Tests take it through `vllm_engine`, `engine_lease` or `eval_on_shared_engine`."""
+    if "engine" not in _ENGINE:
+        _start_engine()
+    yield _ENGINE
+    _stop_engine()
+
+
+@pytest.fixture
+def engine_lease(shared_vllm_engine):
+    """lease(thinking_token_budget=None): the session's engine with that budget on every request."""
+    yield _lease
+    assert shared_vllm_engine["engine"].llm is not None, "a test shut the session's engine down"
+
+
+@pytest.fixture
+def vllm_engine(engine_lease, shared_vllm_engine):
+    """The session's engine, no thinking budget; `.temp` is the temp folder it started with."""
+    lease = engine_lease()
+    lease.temp = shared_vllm_engine["temp"]
+    return lease
+
+
+@pytest.fixture
+def eval_on_shared_engine(shared_vllm_engine, monkeypatch) -> list:
+    """`poolbench eval --backend vllm` (and `evaluate`) run on the session's engine instead of starting one: the
+    engine options the run asks for are checked against the engine's and recorded in the returned list, its
+    thinking budget applies to its requests, and its close() ends its lease."""
+    from poolbench_data.llm import registry
+
+    engine = shared_vllm_engine["engine"]
+    asked = []
+
+    def build(model, **options):
+        asked.append({"model": model, **options})
+        assert model == engine.model, (model, engine.model)
+        assert options.get("max_model_len", ENGINE_MAX_MODEL_LEN) <= ENGINE_MAX_MODEL_LEN, options
+        unknown = set(options) - {"max_model_len", "thinking_token_budget"}
+        assert not unknown, f"engine options the shared engine does not take: {unknown}"
+        return _lease(options.get("thinking_token_budget"))
+
+    monkeypatch.setattr(registry, "_build_vllm", build)
+    return asked
+
+
+def pytest_collection_finish(session):
+    users = [item.nodeid for item in session.items if "shared_vllm_engine" in getattr(item, "fixturenames", ())]
+    _LAST_ENGINE_USER[:] = users[-1:]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    result = yield
+    if item.nodeid in _LAST_ENGINE_USER:
+        _stop_engine()  # its last user is done: the engine's memory and processes are not held for the rest
+    return result

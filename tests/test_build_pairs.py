@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import copy_of
 
 from poolbench_data.llm.player import EvalSettings, evaluate_model, llm_trace_rows
 from poolbench_data.hub.build import build_benchmark
@@ -54,7 +55,7 @@ def test_build_pairs_writes_a_trl_ready_config(folder, monkeypatch):
     assert "pairs" in (folder / "README.md").read_text()
 
 
-def test_bad_pair_builds_are_refused(folder, tmp_path, capsys):
+def test_bad_pair_builds_are_refused(folder, small_dataset, tmp_path, capsys):
     def refused(args, words):
         assert build_pairs.main(args) == 2
         err = capsys.readouterr().err
@@ -64,14 +65,12 @@ def test_bad_pair_builds_are_refused(folder, tmp_path, capsys):
     refused(["--dataset_dir", str(tmp_path / "never-read"), "--sources", ","], "--sources ',': no source")
     refused(["--dataset_dir", str(tmp_path / "never-read"), "--sources", "on-policy,best"], "unknown source(s) ['best']")
     refused(["--dataset_dir", str(tmp_path)], "not a dataset folder")
-    bare = tmp_path / "bare"
-    build_benchmark(bare, eval_n=1, train_n=1, train_seed=2, players=("oracle",), progress=False)
+    bare = copy_of(small_dataset, tmp_path)  # no model's answers in it
     refused(["--dataset_dir", str(bare)], "run `poolbench eval --split train")
 
 
-def test_a_build_with_no_pairs_keeps_the_folder_unchanged(tmp_path, capsys):
-    root = tmp_path / "poolbench"
-    build_benchmark(root, eval_n=1, train_n=2, train_seed=2, players=("oracle",), progress=False)
+def test_a_build_with_no_pairs_keeps_the_folder_unchanged(small_dataset, tmp_path, capsys):
+    root = copy_of(small_dataset, tmp_path)
     scen = read_rows(root, "scenarios", "train")
     settings = EvalSettings(model="toy", backend="replay", samples=1)  # one answer a board: nothing to compare
     recs, _ = evaluate_model([Scenario.from_row(r) for r in scen], ReplayBackend([["no idea"] for _ in scen]),
@@ -80,5 +79,5 @@ def test_a_build_with_no_pairs_keeps_the_folder_unchanged(tmp_path, capsys):
     before = sorted(p.name for p in (root / "data").iterdir())
     assert build_pairs.main(["--dataset_dir", str(root), "--sources", "on-policy"]) == 2
     err = capsys.readouterr().err
-    assert "no pairs from 2 scenarios" in err and len(err.strip().splitlines()) == 1
+    assert f"no pairs from {len(scen)} scenarios" in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in (root / "data").iterdir()) == before and "pairs" not in before

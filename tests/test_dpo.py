@@ -30,7 +30,6 @@ from datasets import Dataset, load_dataset  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 from poolbench_data.checks.pairs import PairsFormatError, check_pairs  # noqa: E402
-from tiny_model import build_tiny_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_RECIPE = REPO / "training" / "recipes" / "smollm2-135m-cpu.yaml"
@@ -107,11 +106,6 @@ def fresh_datasets_cache(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("hf_datasets_cache"))
         yield
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
 
 
 @pytest.fixture(scope="module")

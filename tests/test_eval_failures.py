@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from conftest import copy_of
 
 from poolbench_data.cli import main
 
@@ -75,13 +76,10 @@ def posts(server) -> int:
     return sum(path.startswith("/v1/chat/completions") for path, _ in server.seen)
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    from poolbench_data.hub.build import build_benchmark
-
-    root = tmp_path_factory.mktemp("failds") / "poolbench"
-    build_benchmark(root, eval_n=2, train_n=0, players=("oracle", "random"), progress=False)
-    return root
+@pytest.fixture
+def dataset(small_dataset, tmp_path):
+    """The session's small dataset folder, a copy of this test's own (a run may write to it)."""
+    return copy_of(small_dataset, tmp_path / "data")
 
 
 def openai_eval(url: str, out: Path, *extra: str) -> int:
@@ -345,15 +343,9 @@ def test_prompts_longer_than_the_context_are_refused_before_the_engine(tmp_path,
 # ----------------------------------------------------- the in-process engine
 
 
-@pytest.fixture(scope="module")
-def engine():
-    from poolbench_data.llm.model import default_model_dir
-    from poolbench_data.llm.vllm_backend import VLLMBackend
-
-    backend = VLLMBackend(str(default_model_dir()), max_model_len=2048, kv_cache_gib=0.25, enforce_eager=True,
-                          enable_prefix_caching=False)
-    yield backend
-    backend.close()
+@pytest.fixture
+def engine(vllm_engine):
+    return vllm_engine  # the session's (tests/conftest.py)
 
 
 @pytest.mark.slow

@@ -37,7 +37,6 @@ from datasets import Dataset, load_dataset  # noqa: E402
 from poolbench_data.boards.splits import SplitLeakError  # noqa: E402
 from poolbench_data.checks.pairs import ScenarioRowsError, check_scenario_rows  # noqa: E402
 from poolbench_data.rl.reward import physics_reward, score_completion  # noqa: E402
-from tiny_model import build_tiny_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE_RECIPE = REPO / "training" / "recipes" / "grpo-smollm2-135m-cpu-smoke.yaml"
@@ -77,11 +76,6 @@ def board_of(row: dict):
     from poolbench_data.core.records import Scenario
 
     return Scenario.from_row({c: row[c] for c in BOARD_COLUMNS})
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
 
 
 @pytest.fixture(scope="module")

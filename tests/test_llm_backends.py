@@ -2,8 +2,8 @@
 
 No mocks: the embedded SmolLM2-135M is converted on first use into the
 user's cache ($POOLBENCH_CACHE, else ~/.cache/poolbench), as the main job
-does, so later test runs reuse it; every engine is real. The in-process engine lives in a class-scoped
-fixture and is shut down before the server starts: two engines on 2 cores
+does, so later runs reuse it; every engine is real. The in-process engine is the session's one
+(tests/conftest.py), shut down after its last test and so before the server starts: two engines on 2 cores
 would mostly measure each other.
 """
 
@@ -181,61 +181,41 @@ def test_local_server_rejects_a_missing_folder(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_thinking_budget_is_enforced_and_counted(model_dir: Path) -> None:
+def test_thinking_budget_is_enforced_and_counted(engine_lease) -> None:
     # The embedded model does not reason, but a prompt that opens <think> (as
     # R1-style chat templates do) puts it in the thinking phase: the engine
     # must close the thought within the budget, and the backend count it.
     budget = 8
-    with VLLMBackend(str(model_dir), max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB, enforce_eager=True,
-                     enable_prefix_caching=False, thinking_token_budget=budget) as backend:
-        conv = [{"role": "user", "content": "Think about a pool shot, then name a ball.\n<think>"}]
-        result = backend.generate([conv], n=2, max_tokens=40, seed=1, temperature=0.8)
-        tokenizer = backend.llm.get_tokenizer()
+    backend = engine_lease(thinking_token_budget=budget)
+    conv = [{"role": "user", "content": "Think about a pool shot, then name a ball.\n<think>"}]
+    result = backend.generate([conv], n=2, max_tokens=40, seed=1, temperature=0.8)
+    tokenizer = backend.llm.get_tokenizer()
     assert result.failures == ()
     for text in result.texts[0]:
         thought = text.split("</think>")[0]
         assert "</think>" in text and len(tokenizer.encode(thought, add_special_tokens=False)) <= budget, text
     assert 0 < result.usage["reasoning_tokens"] <= 2 * budget
     assert backend.settings()["thinking_token_budget"] == budget
+    # A budget given at start configures the engine's <think> markers (the session's engine started with one).
+    assert backend.settings()["engine_kwargs"]["reasoning_config"] == "<think> ... </think>"
 
 
 def socket_files(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_socket()]
 
 
-# Class scope: each engine lives only while its class's tests run, so the
-# in-process engine is gone before the server starts.
-@pytest.fixture(scope="class")
-def engine_temp() -> Iterator[Path]:
-    # The temp folder the engine starts with, where its socket files would be left; short, as a socket's
-    # path must fit in 107 characters.
-    temp = Path(tempfile.mkdtemp(prefix="pb-"))
-    yield temp
-    shutil.rmtree(temp)
-
-
-@pytest.fixture(scope="class")
-def backend(model_dir: Path, engine_temp: Path) -> Iterator[VLLMBackend]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("VLLM_RPC_BASE_PATH", raising=False)
-        mp.setattr(tempfile, "tempdir", str(engine_temp))
-        # Eager mode: torch.compile costs minutes on 2 cores for a 1-minute test.
-        backend = VLLMBackend(str(model_dir), max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB,
-                              enforce_eager=True, enable_prefix_caching=False)
-    print(f"\nvLLM engine start: {backend.startup_s:.1f} s")
-    yield backend
-    backend.close()
-    # vLLM binds its processes' ZMQ sockets as files in the temp folder and left them there after a clean
-    # shutdown (7 an engine, vllm 0.32); the engine's own folder for them goes with close().
-    assert socket_files(engine_temp) == []
+@pytest.fixture
+def backend(vllm_engine) -> VLLMBackend:
+    return vllm_engine
 
 
 @pytest.mark.slow
 class TestVLLMBackend:
 
-    def test_its_socket_files_are_in_a_folder_of_its_own(self, backend: VLLMBackend, engine_temp: Path) -> None:
-        (folder,) = engine_temp.glob("poolbench-vllm-*")
-        assert socket_files(folder) and socket_files(engine_temp) == socket_files(folder)
+    # The engine's socket files go with close(): tests/conftest.py checks its temp folder when it shuts it down.
+    def test_its_socket_files_are_in_a_folder_of_its_own(self, backend: VLLMBackend) -> None:
+        (folder,) = backend.temp.glob("poolbench-vllm-*")
+        assert socket_files(folder) and socket_files(backend.temp) == socket_files(folder)
 
     def test_shapes(self, backend: VLLMBackend) -> None:
         result = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=7)
@@ -266,7 +246,7 @@ class TestVLLMBackend:
             assert shot["pocket"] in SHOT_SCHEMA["properties"]["pocket"]["enum"]
 
     def test_a_bad_request_is_recorded_not_raised(self, backend: VLLMBackend) -> None:
-        too_long = [{"role": "user", "content": "pool " * (MAX_MODEL_LEN + 10)}]
+        too_long = [{"role": "user", "content": "pool " * (backend.engine_kwargs["max_model_len"] + 10)}]
         result = backend.generate([CONVERSATIONS[0], too_long], n=2, max_tokens=8)
         assert result.texts[1] == ["", ""]
         assert all(result.texts[0])
@@ -312,7 +292,7 @@ class TestVLLMBackend:
         json.dumps(settings)  # provenance must be serialisable
         if settings["device"] == "cpu":
             assert settings["engine_kwargs"]["enable_chunked_prefill"] is False
-            assert settings["engine_kwargs"]["max_num_batched_tokens"] >= MAX_MODEL_LEN
+            assert settings["engine_kwargs"]["max_num_batched_tokens"] >= settings["engine_kwargs"]["max_model_len"]
 
 
 # ------------------------------------------------------- loopback HTTP server

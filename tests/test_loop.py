@@ -317,23 +317,21 @@ def test_the_script_is_the_librarys_command(tmp_path):
     assert "--stages" in done.stderr and not (tmp_path / "w").exists()
 
 
-def test_a_lora_checkpoint_is_served_merged_in_float32_with_its_update_whole(tmp_path):
+def test_a_lora_checkpoint_is_served_merged_in_float32_with_its_update_whole(tiny_model, tmp_path):
     # The loop evaluates SFT checkpoints mid-run; their LoRA update is merged as the recipes merge theirs.
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from poolbench_data.finetune.loop import servable
-    from tiny_model import build_tiny_model
 
-    base_dir = build_tiny_model(tmp_path / "base", seed=0)
-    base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
     model = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj"], init_lora_weights=False))
     with torch.no_grad():  # an update as small as a few training steps make: under bf16's spacing of the weights
         model.base_model.model.model.layers[0].self_attn.q_proj.lora_B["default"].weight.mul_(1e-3)
     ckpt = tmp_path / "checkpoint-3"
     model.save_pretrained(ckpt)
-    AutoTokenizer.from_pretrained(base_dir).save_pretrained(ckpt)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(ckpt)
     layer = model.base_model.model.model.layers[0].self_attn.q_proj
     update = (layer.lora_B["default"].weight.float() @ layer.lora_A["default"].weight.float()) * layer.scaling["default"]
     want = layer.base_layer.weight.float() + update
@@ -346,7 +344,7 @@ def test_a_lora_checkpoint_is_served_merged_in_float32_with_its_update_whole(tmp
     # in bf16 much of it would round away
     bf16 = (layer.base_layer.weight.bfloat16() + update.bfloat16()).float() - layer.base_layer.weight.bfloat16().float()
     assert (bf16 == 0).float().mean() > 0.25 and (got != layer.base_layer.weight).float().mean() > 0.9
-    assert servable(tmp_path / "base") == tmp_path / "base"  # a full checkpoint is served as it is
+    assert servable(tiny_model) == tiny_model  # a full checkpoint is served as it is
 
 
 def _gone(pid: int) -> bool:

@@ -33,7 +33,7 @@ from poolbench_data.checks import demos as check_sft  # noqa: E402
 from poolbench_data.demos.text import sft_rows  # noqa: E402
 from poolbench_data.finetune.common import command_line  # noqa: E402
 from poolbench_data.finetune.lengths import measure_lengths  # noqa: E402
-from tiny_model import IM_END, build_tiny_model  # noqa: E402
+from tiny_model import IM_END  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_RECIPE = REPO / "training" / "recipes" / "sft-smollm2-135m-cpu.yaml"
@@ -113,11 +113,6 @@ def write_sft_folder(folder: Path, rows: list[dict], provenance: dict | None = N
     write_provenance(folder, provenance or {})
     write_card(folder)
     return folder
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SMALL_DATASET
 
 from poolbench_data.hub.build import build_benchmark, shard_range
 from poolbench_data.hub.shards import merge_shards
 
 REPO = Path(__file__).resolve().parents[1]
-ARGS = dict(eval_n=5, eval_seed=0, train_n=3, train_seed=7, progress=False)
+ARGS = SMALL_DATASET  # what the session's two shards (tests/conftest.py) were built with
 
 
 def _script(name: str):
@@ -28,12 +29,9 @@ def _files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture(scope="module")
-def parts(tmp_path_factory) -> Path:
-    parts = tmp_path_factory.mktemp("parts")
-    for i in range(2):
-        build_benchmark(parts / f"s{i}", shard=(i, 2), **ARGS)
-    return parts
+@pytest.fixture
+def parts(two_shards) -> Path:
+    return two_shards  # read only: the tests that change a shard copy it first
 
 
 def test_ranges_cover_every_index_once():
@@ -44,12 +42,11 @@ def test_ranges_cover_every_index_once():
 
 
 @pytest.mark.slow
-def test_two_shards_merge_into_the_one_piece_build_byte_for_byte(parts, tmp_path):
-    whole = tmp_path / "whole"
-    build_benchmark(whole, **ARGS)
+def test_two_shards_merge_into_the_one_piece_build_byte_for_byte(parts, small_dataset, tmp_path):
+    whole = small_dataset  # the same settings, built in one piece
     merged = tmp_path / "merged"
     counts = merge_shards(sorted(parts.iterdir()), merged)
-    assert counts == {"test": {"scenarios": 5, "traces": 20}, "train": {"scenarios": 3, "traces": 12}}
+    assert counts == {"test": {"scenarios": 3, "traces": 6}, "train": {"scenarios": 3, "traces": 6}}
     a, b = _files(whole), _files(merged)
     assert sorted(a) == sorted(b)
     assert [f for f in a if a[f] != b[f]] == []
@@ -59,9 +56,9 @@ def test_two_shards_merge_into_the_one_piece_build_byte_for_byte(parts, tmp_path
 def test_a_shard_holds_its_own_index_range(parts):
     from poolbench_data.hub.folder import read_rows
 
-    assert [r["index"] for r in read_rows(parts / "s0", "scenarios", "test")] == [0, 1]
-    assert [r["index"] for r in read_rows(parts / "s1", "scenarios", "test")] == [2, 3, 4]
-    assert [r["id"] for r in read_rows(parts / "s1", "scenarios", "train")] == ["pb7-000001", "pb7-000002"]
+    assert [r["index"] for r in read_rows(parts / "s0", "scenarios", "test")] == [0]
+    assert [r["index"] for r in read_rows(parts / "s1", "scenarios", "test")] == [1, 2]
+    assert [r["id"] for r in read_rows(parts / "s1", "scenarios", "train")] == ["pb5-000001", "pb5-000002"]
 
 
 @pytest.mark.slow
@@ -100,14 +97,14 @@ def test_shard_rows_must_be_what_shard_json_promises(parts, tmp_path):
     # A shard that lost a file: half the test traces would merge, exit 0.
     lost = shutil.copytree(parts, tmp_path / "lost")
     (lost / "s1" / "data" / "traces" / "test-00000.parquet").unlink()
-    with pytest.raises(ValueError, match=r"s1 holds 0 traces/test rows where its shard.json promises 12 \(12 missing"):
+    with pytest.raises(ValueError, match=r"s1 holds 0 traces/test rows where its shard.json promises 4 \(4 missing"):
         merge_shards(sorted(lost.iterdir()), tmp_path / "a")
     # Shard 0's rows copied into shard 1: boards twice, others missing.
     swapped = shutil.copytree(parts, tmp_path / "swapped")
     shutil.rmtree(swapped / "s1" / "data")
     shutil.copytree(swapped / "s0" / "data", swapped / "s1" / "data")
-    with pytest.raises(ValueError, match=r"s1 holds 2 scenarios/test rows where its shard.json promises 3 "
-                                         r"\(3 missing, 2 duplicated or foreign\)"):
+    with pytest.raises(ValueError, match=r"s1 holds 1 scenarios/test rows where its shard.json promises 2 "
+                                         r"\(2 missing, 1 duplicated or foreign\)"):
         merge_shards(sorted(swapped.iterdir()), tmp_path / "b")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 

@@ -37,6 +37,19 @@ def folder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def tiny_model_4k(tiny_model, tmp_path_factory) -> Path:
+    """The session's tiny model reading 4,096 positions (the weights do not depend on it: rotary positions).
+    SmolLM2 reads 8,192; the tool paragraph with v3's kick puts the longest prompt here at ~2,040."""
+    import json
+    import shutil
+
+    model = Path(shutil.copytree(tiny_model, tmp_path_factory.mktemp("tiny-4k") / "model"))
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 4096}, indent=2))
+    return model
+
+
+@pytest.fixture(scope="module")
 def boards(folder):
     from datasets import load_dataset
 
@@ -198,13 +211,11 @@ def test_tool_prompts_are_the_evaluators_tool_conversations(boards):
 
 
 @pytest.mark.slow
-def test_two_grpo_steps_through_environment_factory(folder, tmp_path):
+def test_two_grpo_steps_through_environment_factory(folder, tiny_model_4k, tmp_path):
     pytest.importorskip("trl")
     from test_grpo import SMOKE_RECIPE, grpo
-    from tiny_model import build_tiny_model
 
-    # SmolLM2 reads 8,192 positions; the tool paragraph with the kick puts the longest prompt here at ~2,040
-    model = build_tiny_model(tmp_path / "tiny", seed=0, max_position_embeddings=4096)
+    model = tiny_model_4k
     argv = ["--config", str(SMOKE_RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(folder),
             "--output_dir", str(tmp_path / "run"), "--dtype", "float32", "--max_completion_length", "8",
             "--max_steps", "2", "--learning_rate", "1e-3", "--lora_r", "4", "--seed", "0", "--disable_tqdm", "true",
@@ -240,10 +251,9 @@ def test_boards_with_spread_are_those_whose_samples_score_differently():
 
 
 @pytest.mark.slow
-def test_grpo_trains_on_the_boards_with_spread_only(folder, boards, tmp_path, capsys, monkeypatch):
+def test_grpo_trains_on_the_boards_with_spread_only(folder, boards, tiny_model_4k, tmp_path, capsys, monkeypatch):
     pytest.importorskip("trl")
     from test_grpo import SMOKE_RECIPE, grpo
-    from tiny_model import build_tiny_model
 
     from poolbench_data.finetune.common import command_line
 
@@ -252,7 +262,7 @@ def test_grpo_trains_on_the_boards_with_spread_only(folder, boards, tmp_path, ca
     samples.mkdir()
     rows = [trace(ids[0], "pot"), trace(ids[0], "foul"), *(trace(b, "pot") for b in ids[1:] for _ in range(2))]
     (samples / "llm_traces.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    model = build_tiny_model(tmp_path / "tiny", seed=0, max_position_embeddings=4096)
+    model = tiny_model_4k
     argv = ["--config", str(SMOKE_RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(folder),
             "--output_dir", str(tmp_path / "run"), "--dtype", "float32", "--max_completion_length", "8",
             "--max_steps", "1", "--lora_r", "4", "--seed", "0", "--disable_tqdm", "true", "--tool_env", "true",

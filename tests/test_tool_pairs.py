@@ -417,12 +417,10 @@ def datasets_cache(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_dpo_recipe_trains_on_the_model_turn_only(pairs, sampled, datasets_cache, tmp_path):
+def test_dpo_recipe_trains_on_the_model_turn_only(pairs, sampled, datasets_cache, tiny_model, tmp_path):
     pytest.importorskip("trl")
-    from tiny_model import build_tiny_model
-
     dpo = _load("training/dpo")
-    model = build_tiny_model(tmp_path / "tiny", seed=0)
+    model = tiny_model
     argv = ["--config", str(REPO / "training" / "recipes" / "dpo-tools-smollm2-135m-cpu.yaml"),
             "--model_name_or_path", str(model), "--dataset_name", str(sampled[0]), "--output_dir",
             str(tmp_path / "dpo"), "--max_steps", "2", "--gradient_accumulation_steps", "1", "--save_steps", "100",

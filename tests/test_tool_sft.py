@@ -414,12 +414,10 @@ def test_template_renders_what_the_evaluator_renders(rows):
         assert ours.render(messages=[row["messages"][0], *msgs]).endswith(f"assistant\n{text}<|im_end|>\n")
 
 
-def test_loss_is_on_the_model_turns_only(sft, rows, folder, tmp_path):
+def test_loss_is_on_the_model_turns_only(sft, rows, folder, tiny_model, tmp_path):
     """The labels TRL builds with the recipe's template: the trained calls and the action, each with its end of
     turn; never the prompt, a tool's answer or a mistaken call kept as context."""
-    from tiny_model import build_tiny_model
-
-    model = build_tiny_model(tmp_path / "tiny", seed=0)
+    model = tiny_model
     argv = ["--config", str(RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(folder),
             "--output_dir", str(tmp_path / "out"), "--chat_template_path", str(TEMPLATE), "--max_length", "4096"]
     trainer, tokenizer, report = sft.make_trainer(*sft.make_parser().parse_args_and_config(args=argv))
@@ -449,12 +447,10 @@ def test_tool_rows_need_assistant_only_loss_and_a_marked_template(sft, folder, t
 
 
 @pytest.mark.slow
-def test_tool_sft_trains_one_step(sft, folder, tmp_path):
+def test_tool_sft_trains_one_step(sft, folder, tiny_model, tmp_path):
     import math
 
-    from tiny_model import build_tiny_model
-
-    model = build_tiny_model(tmp_path / "tiny", seed=0)
+    model = tiny_model
     argv = ["--config", str(RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(folder),
             "--output_dir", str(tmp_path / "out"), "--chat_template_path", str(TEMPLATE), "--max_steps", "1",
             "--gradient_accumulation_steps", "2", "--disable_tqdm", "true",

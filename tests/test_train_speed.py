@@ -26,7 +26,6 @@ import torch  # noqa: E402
 from poolbench_data.finetune import speed  # noqa: E402
 import test_dpo  # noqa: E402  (its folder builders and its loaded training/dpo.py)
 import test_sft  # noqa: E402
-from tiny_model import build_tiny_model  # noqa: E402
 
 LOSS_TOL = dict(rtol=1e-5, atol=1e-4)
 GRAD_TOL = dict(rtol=1e-4, atol=1e-6)
@@ -41,11 +40,6 @@ def reference_token_logps(model, input_ids, attention_mask, labels):
     mask = targets != -100
     logps = torch.log_softmax(logits, dim=-1).gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
     return logps * mask, mask
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
 
 
 @pytest.fixture
