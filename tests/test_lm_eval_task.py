@@ -22,12 +22,16 @@ CATEGORIES = ("open", "partial-block", "indirect", "crowded", "sparse", "foul-tr
 
 
 @pytest.fixture(scope="module")
-def tasks():
+def manager():
+    """lm-eval's TaskManager with the shipped folder: it indexes every task the harness has (seconds), once."""
     from lm_eval.tasks import TaskManager
 
-    manager = TaskManager(include_path=str(PATH))
-    loaded = manager.load(["poolbench"])
-    return loaded
+    return TaskManager(include_path=str(PATH))
+
+
+@pytest.fixture(scope="module")
+def tasks(manager):
+    return manager.load(["poolbench"])
 
 
 def _subtasks(loaded) -> dict:
@@ -82,25 +86,39 @@ def test_an_answer_scores_as_poolbench_eval_scores_it(tasks, tmp_path):
 
 
 @pytest.mark.slow
-def test_lm_eval_plays_the_embedded_model_with_its_hf_backend(tmp_path):
-    """The harness end to end on two boards: transformers' generate, the chat template, the task's metrics with
-    their standard errors in lm-eval's results (short answers: a CPU test, not a measurement)."""
+def test_lm_eval_plays_the_embedded_model_with_its_hf_backend(manager):
+    """The harness end to end on two boards: transformers' generate, the chat template, and each sample's metrics
+    those this package's evaluator gives the same answer, the results their means with standard errors (short
+    answers: a CPU test, not a measurement)."""
     import lm_eval
-    from lm_eval.tasks import TaskManager
 
     from poolbench_data.llm.model import resolve_model
+    from poolbench_data.llm.player import EvalSettings, evaluate_model, llm_trace_rows
+    from poolbench_data.llm.replay import ReplayBackend
 
     out = lm_eval.simple_evaluate(
         model="hf", model_args=f"pretrained={resolve_model(None)},dtype=float32", tasks=["poolbench_open"],
-        task_manager=TaskManager(include_path=str(PATH)), limit=2, apply_chat_template=True,
+        task_manager=manager, limit=2, apply_chat_template=True,
         gen_kwargs="do_sample=False,max_gen_toks=48", log_samples=True, device="cpu")
-    result = out["results"]["poolbench_open"]
-    for metric in ("parseable", "legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot"):
-        assert 0.0 <= result[f"{metric},none"] <= 1.0 and f"{metric}_stderr,none" in result
     samples = out["samples"]["poolbench_open"]
-    assert len(samples) == 2 and all(s["resps"][0][0] for s in samples)
-    board = {s.id: s for s in generate(50)}[samples[0]["doc"]["id"]]
+    assert len(samples) == 2 and all(s["filtered_resps"][0] for s in samples)
+    boards = {s.id: s for s in generate(50)}
+    played = [boards[s["doc"]["id"]] for s in samples]
+    board = played[0]
     assert messages(board)[1]["content"] in samples[0]["arguments"][0][0]  # the user message, in the context
+    # The evaluator's scoring of the same answers: `poolbench eval --backend replay`'s path, answer by answer.
+    settings = EvalSettings(model="m", backend="replay")
+    recs, _ = evaluate_model(played, ReplayBackend([[s["filtered_resps"][0]] for s in samples]), settings,
+                             progress=False)
+    result = out["results"]["poolbench_open"]
+    metrics = ("parseable", "legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot")
+    for sample, row in zip(samples, llm_trace_rows(recs, {}, settings)):
+        assert row["raw_response"] == sample["filtered_resps"][0]
+        ours = {"parseable": float(row["action"] is not None), **{m: float(row[m]) for m in metrics[1:]}}
+        assert {m: sample[m] for m in metrics} == ours, sample["doc"]["id"]
+    for metric in metrics:
+        assert result[f"{metric},none"] == pytest.approx(sum(s[metric] for s in samples) / 2)
+        assert f"{metric}_stderr,none" in result
 
 
 # --- the task's settings (--metadata): named when wrong, before any board is generated ----------------------

@@ -97,16 +97,114 @@ def test_bars_are_the_rates_with_wilson_intervals():
     assert ends == want
 
 
-def test_figures_command_draws_a_run(potted, tmp_path, capsys):
+C0, C1, C2 = (31, 119, 180), (255, 127, 14), (44, 160, 44)  # matplotlib's first colours: the bars' series
+
+
+def bar_heights(png, colours) -> list[list[float]]:
+    """The bars of a chart whose axis runs from 0 to 100 %: for each colour (a series), its bars' heights left to
+    right in percentage points, read off the pixels between the axes' bottom and top edges (a zero bar is not
+    drawn)."""
+    img = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    dark = (img < 100).all(axis=2).sum(axis=1)
+    edges = np.flatnonzero(dark > 0.8 * dark.max())  # the rows of the two horizontal spines
+    top, bottom = edges.min(), edges.max()
+    per_point = (bottom - top) / 100
+    heights = []
+    for colour in colours:
+        mask = (img[top:bottom] == colour).all(axis=2)  # rows inside the axes: not the legend's patch below them
+        cols = np.flatnonzero(mask.any(axis=0))
+        runs = np.split(cols, np.flatnonzero(np.diff(cols) > 1) + 1) if len(cols) else []
+        tops = [np.median([np.flatnonzero(mask[:, c])[0] for c in run]) for run in runs]
+        heights.append([round((bottom - top - t) / per_point, 1) for t in tops])
+    return heights
+
+
+def assert_heights(got: list[float], rates: list[float]) -> None:
+    """Bars of these rates (%, zeros left out: they are not drawn), within about a pixel."""
+    want = [r for r in rates if r]
+    assert len(got) == len(want) and all(abs(g - w) <= 1.5 for g, w in zip(got, want)), (got, want)
+
+
+def panels(png) -> list:
+    """For each board panel of a PNG, table (x, y) in metres -> (column, row) in pixels, from the cloth's edges."""
+    img = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    cloth = (img == [int(figures.CLOTH[i:i + 2], 16) for i in (1, 3, 5)]).all(axis=2)
+    cols = np.flatnonzero(cloth.any(axis=0))
+    g, out = geometry(), []
+    for r in np.split(cols, np.flatnonzero(np.diff(cols) > 1) + 1):
+        rows = np.flatnonzero(cloth[:, r[0]:r[-1] + 1].any(axis=1))
+        out.append(lambda x, y, x0=r[0], x1=r[-1], y0=rows[0], y1=rows[-1]: (
+            x0 + x / g.width * (x1 - x0), y1 - y / g.length * (y1 - y0)))
+    return out
+
+
+def seen_near(img, at, colour, r: int = 2, tol: int = 30) -> bool:
+    """A pixel of `colour` (RGB, or "white") within r pixels of `at`."""
+    col, row = int(round(at[0])), int(round(at[1]))
+    patch = img[row - r:row + r + 1, col - r:col + r + 1].reshape(-1, 3)
+    if colour == "white":
+        return bool((patch > 215).all(axis=1).any())
+    return bool((abs(patch - np.array(colour)) < tol).all(axis=1).any())
+
+
+def assert_shot_drawn(png, s, shot, count: int) -> None:
+    """`count` panels, each showing `shot` on board `s`: the cue ball where it stands, its path where the simulator
+    sends it, each potted ball marked in its colour at its pocket."""
+    img = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    g = geometry()
+    cue = figures.ball_paths(s, shot)[1]["cue"]
+    pocketed = simulate(s, shot).pocketed
+    assert pocketed and len(panels(png)) == count
+    for to in panels(png):
+        assert seen_near(img, to(s.cue.x, s.cue.y), "white", r=1)
+        on_path = [seen_near(img, to(x, y), "white") for x, y in cue[::max(1, len(cue) // 40)]]
+        assert np.mean(on_path) > 0.9, np.mean(on_path)  # another shot's path: under 0.1
+        for ball, pid in pocketed:
+            p, colour = g.pocket(pid), [int(figures._colour(ball)[i:i + 2], 16) for i in (1, 3, 5)]
+            width = abs(to(g.width, 0)[0] - to(0, 0)[0])
+            assert seen_near(img, to(p.x, p.y), colour, r=int(p.radius / g.width * width)), (ball, pid)
+
+
+def test_figures_command_draws_a_run(potted, benchmark_scenarios, tmp_path, capsys):
+    """`poolbench figures` on an evaluation's folder, a pilot's results and a trainer state: the model's shot and
+    the Oracle's drawn where the simulator puts them, the bars as tall as the rates, the loss going down."""
+    from poolbench_data.protocol.prompts import format_action
+
+    s, shot = potted
+    boards = benchmark_scenarios[:benchmark_scenarios.index(s) + 1]
+    answers = tmp_path / "answers.jsonl"  # the model answers the Oracle's shot on every board
+    answers.write_text("".join(json.dumps({"player": "m", "player_kind": "llm", "scenario_id": b.id, "sample": 0,
+                                           "raw_response": format_action(oracle(b).shot, b), "temperature": 0.2})
+                               + "\n" for b in boards))
+    run = tmp_path / "eval"
+    assert main(["eval", "--backend", "replay", "--responses", str(answers), "--name", "m", "--baselines", "random",
+                 "--n", str(len(boards)), "--boards", "0", "--quiet", "--out", str(run)]) == 0
     pilot = {"n": 10, "random": {"legal_contact": 3, "own_potted": 1, "clean_pot": 0},
              "sft": {"legal_contact": 6, "own_potted": 4, "clean_pot": 2}, "dpo": None}
     (tmp_path / "p.json").write_text(json.dumps(pilot))
     state = tmp_path / "trainer_state.json"
     state.write_text(json.dumps({"log_history": [{"step": 1, "loss": 0.8}, {"step": 2, "loss": 0.5}]}))
     out = tmp_path / "figs"
-    assert main(["figures", "--pilot_json", str(tmp_path / "p.json"), "--trainer_state", f"sft={state}",
-                 "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["before_after.png", "training_curves.png"]
+    assert main(["figures", "--eval_dir", str(run), "--board", s.id, "--pilot_json", str(tmp_path / "p.json"),
+                 "--trainer_state", f"sft={state}", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["before_after.png", "board_pair.png", "table1.png",
+                                                      "training_curves.png"]
+    # The model's panel and the Oracle's: the same shot, drawn where it went.
+    assert_shot_drawn(out / "board_pair.png", s, shot, count=2)
+    # Before/after: Random (30, 10, 0 %) and SFT (60, 40, 20 %).
+    random_bars, sft_bars = bar_heights(out / "before_after.png", (C0, C1))
+    assert_heights(random_bars, [30, 10, 0])
+    assert_heights(sft_bars, [60, 40, 20])
+    # Table 1: each player's rates from the run's summary.
+    summary = json.loads((run / "summary.json").read_text())["summary"]
+    assert sorted(summary) == ["m", "oracle", "random"]
+    metrics = ("legal_contact", "own_potted", "clean_pot", "foul")
+    for heights, player in zip(bar_heights(out / "table1.png", (C0, C1, C2)[:len(summary)]), summary.values()):
+        assert_heights(heights, [100 * player["overall"][m]["k"] / player["overall"][m]["n"] for m in metrics])
+    # The training curve: the loss line falls from step 1 to step 2.
+    img = np.asarray(Image.open(out / "training_curves.png").convert("RGB")).astype(int)
+    rows, cols = np.nonzero((abs(img - np.array(C0)) < 10).all(axis=2))
+    assert rows[cols == cols.min()].mean() < rows[cols == cols.max()].mean()  # left end higher up
     assert main(["figures", "--out", str(out)]) == 2
     assert "--pilot_json" in capsys.readouterr().err
 
