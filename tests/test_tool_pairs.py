@@ -484,6 +484,7 @@ def test_robust_scores_average_the_physics_over_the_jitter_grid(sampled):
     assert robust_score(s, {"action": None}) == 0.0  # never fired
 
 
+@pytest.mark.slow
 def test_robust_pairs_keep_only_choices_better_on_average(sampled, monkeypatch, capsys):
     import poolbench_data.pairs.tools as tp
     from poolbench_data.hub.folder import read_rows
@@ -494,8 +495,9 @@ def test_robust_pairs_keep_only_choices_better_on_average(sampled, monkeypatch, 
     root, out = sampled
     scenarios = read_rows(root, "scenarios", "train")
     threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
-    every = tp.tool_pairs(scenarios, threads, traces)
-    robust = tp.tool_pairs(scenarios, threads, traces, robust=True)
+    sources = build_pairs.ScriptArguments.tool_sources.split(",")  # the builder's, so its run below is comparable
+    every = tp.tool_pairs(scenarios, threads, traces, sources)
+    robust = tp.tool_pairs(scenarios, threads, traces, sources, robust=True)
     on_policy = [sum(p["source"] == tp.SOURCE for p in found) for found in (robust, every)]
     assert 0 < on_policy[0] < on_policy[1]  # some outcomes do not hold up under the jitter
     others = [p for p in every if p["source"] != tp.SOURCE]
@@ -503,15 +505,14 @@ def test_robust_pairs_keep_only_choices_better_on_average(sampled, monkeypatch, 
     # The filter reads robust_score: level scores that agree with the outcome keep every pair, flat ones none.
     seen = []
     monkeypatch.setattr(tp, "robust_score", lambda s, trace: seen.append(trace) or 3.0)
-    assert tp.tool_pairs(scenarios, threads, traces, robust=True) == others and seen
+    assert tp.tool_pairs(scenarios, threads, traces, sources, robust=True) == others and seen
     monkeypatch.setattr(tp, "robust_score", lambda s, trace: tp.fine_score(trace) * MIN_MARGIN / 1e-7)  # any gap
-    assert tp.tool_pairs(scenarios, threads, traces, robust=True) == every
+    assert tp.tool_pairs(scenarios, threads, traces, sources, robust=True) == every
     monkeypatch.undo()
     assert build_pairs.main(["--dataset_dir", str(root), "--tool_eval_dir", str(out), "--tool_robust"]) == 0
     provenance = json.loads((root / "provenance.json").read_text())
     assert provenance["pairs_tools"]["settings"]["robust"] is True
-    built = tp.tool_pairs(scenarios, threads, traces, build_pairs.ScriptArguments.tool_sources.split(","), robust=True)
-    assert f"{len(balance_kinds(built))} pairs" in capsys.readouterr().out
+    assert f"{len(balance_kinds(robust))} pairs" in capsys.readouterr().out
 
 
 def test_same_kind_leaves_out_on_policy_calls_set_against_answers(sampled, capsys):
@@ -592,14 +593,17 @@ def test_speed_pairs_hold_the_answer_and_let_the_physics_pick_the_speed(sampled,
     assert ts.speed_pairs(scenarios, threads, traces) == []
 
 
+@pytest.mark.slow
 def test_speed_pairs_from_worker_processes_are_the_same_pairs_in_the_same_order(sampled, capsys):
     import poolbench_data.pairs.speed as ts
     from poolbench_data.hub.folder import read_rows
     from poolbench_data.players.traces import load_traces
 
     root, out = sampled
-    scenarios = read_rows(root, "scenarios", "train")
-    threads, traces = (load_traces(out / f, "") for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
+    scenarios = read_rows(root, "scenarios", "train")[-2:]  # two boards with speed pairs: 9 simulations an answer
+    ids = {r["id"] for r in scenarios}
+    threads, traces = ([r for r in load_traces(out / f, "") if r["scenario_id"] in ids]
+                       for f in ("tool_calls.jsonl", "llm_traces.jsonl"))
     one = ts.speed_pairs(scenarios, threads, traces)
     assert len({p["prompt"][1]["content"] for p in one}) > 1  # several boards, so the order is tested
     assert ts.speed_pairs(scenarios, threads, traces, workers=2) == one

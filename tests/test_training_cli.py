@@ -21,9 +21,22 @@ def run(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+def _module(script: str):
+    """training/<script>.py loaded as a module (the folder is scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"training_cli_{script}", REPO / "training" / f"{script}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(RECIPES))
-def test_mistakes_are_one_message_and_exit_2(script, tmp_path):
+def test_mistakes_are_one_message_and_exit_2(script, tmp_path, capsys, monkeypatch):
+    from poolbench_data.finetune.common import command_line
+
     recipe = str(REPO / "training" / "recipes" / RECIPES[script])
     bad_key = tmp_path / "typo.yaml"
     bad_key.write_text((REPO / "training" / "recipes" / RECIPES[script]).read_text() + "\nlearning_rat: 1.0\n")
@@ -33,8 +46,18 @@ def test_mistakes_are_one_message_and_exit_2(script, tmp_path):
         (["--config", recipe, "--dataset_name", "no-such-folder", "--output_dir", str(tmp_path / "o")],
          "no-such-folder"),
     ]
-    for args, words in cases:
-        done = run(script, *args, cwd=tmp_path)
-        assert done.returncode == 2, done.stderr[-2000:]
-        assert "Traceback" not in done.stderr and words in done.stderr, done.stderr[-2000:]
-        assert "\nerror: " in "\n" + done.stderr  # a line of its own, after the scripts' logs
+    # At the command line, a process of its own (the script's __main__, its exit status, its stderr), the mistake
+    # found last: after the recipe is read and the scripts have logged.
+    args, words = cases[-1]
+    done = run(script, *args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and words in done.stderr, done.stderr[-2000:]
+    assert "\nerror: " in "\n" + done.stderr  # a line of its own, after the scripts' logs
+    # The others through the same entry, `command_line(main)`, in this process.
+    module = _module(script)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [str(REPO / "training" / f"{script}.py")])
+    for args, words in cases[:-1]:
+        assert command_line(lambda: module.main(args)) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and words in err and "\nerror: " in "\n" + err, err[-2000:]
