@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("bench_pairs", REPO / "benchmarks" / "bench_pairs.py")
 bench = importlib.util.module_from_spec(spec)
@@ -39,6 +41,7 @@ def test_a_thread_calls_the_first_listed_ball_and_answers_its_first_open_shot_at
     assert made > 0
 
 
+@pytest.mark.slow
 def test_the_table_says_each_count_labelled_the_same_pairs(capsys):
     assert bench.main(["--boards", "3", "--workers", "1,1"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()

@@ -9,6 +9,8 @@ import math
 import sys
 from pathlib import Path
 
+import pytest
+
 from poolbench_data.boards.generate import generate
 from poolbench_data.core.records import Shot
 from poolbench_data.llm.tools import ball_report
@@ -30,6 +32,7 @@ def _shot(call: int, cut: float, side: bool, clean_at: set[float], tangent: bool
             "scratch": {v: v in scratch_at for v in bench.SPEED_GRID}}
 
 
+@pytest.mark.slow
 def test_candidates_are_the_open_shots_of_the_listed_calls_played_at_every_speed():
     s = next(s for s in generate(8) if sum(ball_report(s, b)["open"] for b in listed_own(s)[:3]) >= 2)
     cands = bench.candidates(s, 3)
@@ -48,6 +51,7 @@ def test_candidates_are_the_open_shots_of_the_listed_calls_played_at_every_speed
     assert bench.candidates(s, 1) == [c for c in cands if c["call"] == 0]
 
 
+@pytest.mark.slow
 def test_kicks_are_the_listed_calls_kicks_where_nothing_is_open():
     s = next(s for s in generate(60) if not any(ball_report(s, b)["open"] for b in listed_own(s)[:3])
              and sum(bool(ball_report(s, b).get("kick")) for b in listed_own(s)[:3]) >= 2)

@@ -170,7 +170,6 @@ def test_existing_folder_is_refused_and_left_intact(built):
     assert {f: (root / f).read_bytes() for f in local_files(root)} == before
 
 
-@pytest.mark.slow
 def test_interrupted_build_leaves_nothing_and_rerun_is_clean(tmp_path, monkeypatch):
     out = tmp_path / "poolbench"
     real = build_mod.scenario_row

@@ -173,7 +173,6 @@ def test_pairs_config_loads_from_hub_layout_folder(built_pairs):
     check_pairs(ds)
 
 
-@pytest.mark.slow
 def test_pairs_go_into_dpotrainer_without_remapping(tiny_model, pairs_folder, tmp_path):
     from peft import LoraConfig
     from transformers import AutoTokenizer

@@ -104,6 +104,7 @@ def test_rounding_ablation_reports_each_setting_and_ten_decimals_change_nothing(
     assert "--decimals 'one': write integers" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_output_path_alone_puts_the_whole_run_there(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # results/eval, the default without --output_path, would land here
     boards = generate(2)

@@ -100,7 +100,6 @@ def refused(capsys, args, *words) -> str:
 # ------------------------------------------------------------ failed requests
 
 
-@pytest.mark.slow
 def test_rejected_requests_fail_the_run_instead_of_scoring_fouls(dataset, tmp_path, capsys):
     from poolbench_data.hub.folder import read_rows
 
@@ -130,7 +129,6 @@ def test_rejected_requests_fail_the_run_instead_of_scoring_fouls(dataset, tmp_pa
     assert read_rows(dataset, "traces", "test") == before  # nothing appended
 
 
-@pytest.mark.slow
 def test_failures_within_max_failed_share_pass_but_stay_out_of_rates_and_dataset(dataset, tmp_path, capsys):
     from poolbench_data.hub.folder import read_rows
 
@@ -237,7 +235,6 @@ def test_rescoring_stored_failures_keeps_them_failures(tmp_path, capsys):
 # ---------------------------------------------------------------- credentials
 
 
-@pytest.mark.slow
 def test_credentials_in_the_base_url_are_never_shown(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # it would replace the URL's basic auth
     err = refused(capsys, ["eval", "--backend", "openai", "--base_url", "http://user:secret@127.0.0.1:9/v1",
@@ -298,7 +295,6 @@ def test_sampling_values_an_engine_refuses_are_refused_up_front(tmp_path, capsys
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.slow
 def test_a_model_named_like_a_baseline_is_refused(tmp_path, capsys):
     from poolbench_data.boards.generate import generate
 
@@ -317,7 +313,6 @@ def test_a_model_named_like_a_baseline_is_refused(tmp_path, capsys):
     assert main([*replay, "--name", "smol"]) == 0  # any other name runs
 
 
-@pytest.mark.slow
 def test_prompts_longer_than_the_context_are_refused_before_the_engine(tmp_path, capsys):
     from poolbench_data.llm.model import default_model_dir
 

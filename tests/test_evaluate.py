@@ -90,7 +90,6 @@ def test_trace_rows_carry_diagnostics_and_settings(boards):
     assert d["target_matches_oracle"] == 1 and d["within_5deg"] == 1 and d["within_1deg"] == 0
 
 
-@pytest.mark.slow
 def test_decomposition_counts_what_the_trace_rows_say(boards):
     # The report's decomposition and the traces' per-shot columns must agree,
     # over fired shots, unparseable ones and boards without an Oracle shot.

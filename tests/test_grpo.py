@@ -229,7 +229,6 @@ def test_script_trains_and_saves_adapter_and_merged(tiny_model, boards_folder, t
     assert {str(t.dtype) for t in saved.values()} == {"torch.bfloat16"}
 
 
-@pytest.mark.slow
 def test_script_refuses_the_test_split_before_loading_the_model(boards_folder, tmp_path):
     # The model path does not exist: reaching the model load would fail differently.
     argv = script_args(tmp_path / "no-model", boards_folder, tmp_path / "out", dataset_train_split="test")
@@ -237,7 +236,6 @@ def test_script_refuses_the_test_split_before_loading_the_model(boards_folder, t
         grpo.main(argv)
 
 
-@pytest.mark.slow
 def test_script_refuses_evaluation_board_ids(boards_folder, tmp_path):
     # Train boards are pb2-*; declared as evaluation boards, they must not be trained on.
     argv = script_args(tmp_path / "no-model", boards_folder, tmp_path / "out", test_id_prefix="pb2-")
@@ -245,14 +243,12 @@ def test_script_refuses_evaluation_board_ids(boards_folder, tmp_path):
         grpo.main(argv)
 
 
-@pytest.mark.slow
 def test_script_names_missing_reward_columns(boards_folder, tmp_path):
     argv = script_args(tmp_path / "no-model", boards_folder, tmp_path / "out", dataset_config="traces")
     with pytest.raises(ScenarioRowsError, match=r"missing column\(s\) \[.*'cue_ball'.*dataset_config: scenarios"):
         grpo.main(argv)
 
 
-@pytest.mark.slow
 def test_script_refuses_remove_unused_columns(boards_folder, tmp_path):
     argv = script_args(tmp_path / "no-model", boards_folder, tmp_path / "out", remove_unused_columns="true")
     with pytest.raises(ValueError, match="remove_unused_columns=true drops the board columns"):

@@ -272,7 +272,6 @@ def test_model_folder_without_config_is_refused(tmp_path):
         sft.main(tiny_args(tmp_path / "empty", tmp_path / "no-data", tmp_path / "out", max_steps=1))
 
 
-@pytest.mark.slow
 def test_completion_only_loss_false_is_refused(tiny_model, sft_folder, tmp_path):
     with pytest.raises(ValueError, match="completion_only_loss=false would train on the prompt"):
         sft.main(tiny_args(tiny_model, sft_folder, tmp_path / "out", max_steps=1, completion_only_loss=False))
@@ -305,7 +304,6 @@ def test_rows_over_max_length_are_counted_and_dropped_within_the_share(tiny_mode
     assert all(labels[-2] != -100 for labels in trainer.train_dataset["labels"])  # the end of turn is trained
 
 
-@pytest.mark.slow
 def test_max_length_measure_matches_trl(tiny_model, long_folder, tmp_path):
     """Without the script's filter TRL drops exactly the rows measure_lengths calls prompt_too_long."""
     from transformers import AutoTokenizer
@@ -326,7 +324,6 @@ def test_max_length_measure_matches_trl(tiny_model, long_folder, tmp_path):
 # --- what the trainer sees ---------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_loss_is_on_the_completion_only(tiny_model, sft_folder, tmp_path):
     trainer, tokenizer, _ = sft.make_trainer(*parse(tiny_args(tiny_model, sft_folder, tmp_path / "out")))
     assert trainer.args.completion_only_loss is True
@@ -431,7 +428,6 @@ def test_merged_model_keeps_the_update_loads_and_generates(resumed_run, tiny_mod
     assert out.shape[1] > inputs["input_ids"].shape[1]
 
 
-@pytest.mark.slow
 def test_full_fine_tuning_saves_the_model_only(tiny_model, sft_folder, tmp_path):
     result = sft.main(tiny_args(tiny_model, sft_folder, tmp_path / "full", max_steps=1, use_peft="false",
                                 dtype="float32"))
@@ -440,7 +436,6 @@ def test_full_fine_tuning_saves_the_model_only(tiny_model, sft_folder, tmp_path)
     assert math.isfinite(result.training_loss)
 
 
-@pytest.mark.slow
 def test_a_checkpoint_at_max_steps_is_the_run_not_one_more_step(tiny_model, sft_folder, tmp_path, capsys,
                                                                  monkeypatch):
     """transformers checks max_steps only after a step: a run resumed from its last checkpoint (interrupted

@@ -41,7 +41,6 @@ def test_ranges_cover_every_index_once():
             assert covered == list(range(n))
 
 
-@pytest.mark.slow
 def test_two_shards_merge_into_the_one_piece_build_byte_for_byte(parts, small_dataset, tmp_path):
     whole = small_dataset  # the same settings, built in one piece
     merged = tmp_path / "merged"
@@ -52,7 +51,6 @@ def test_two_shards_merge_into_the_one_piece_build_byte_for_byte(parts, small_da
     assert [f for f in a if a[f] != b[f]] == []
 
 
-@pytest.mark.slow
 def test_a_shard_holds_its_own_index_range(parts):
     from poolbench_data.hub.folder import read_rows
 
@@ -61,7 +59,6 @@ def test_a_shard_holds_its_own_index_range(parts):
     assert [r["id"] for r in read_rows(parts / "s1", "scenarios", "train")] == ["pb5-000001", "pb5-000002"]
 
 
-@pytest.mark.slow
 def test_incomplete_duplicated_or_mixed_shard_sets_are_refused(parts, tmp_path):
     with pytest.raises(ValueError, match=r"shard\(s\) \[1\] of 2 missing"):
         merge_shards([parts / "s0"], tmp_path / "a")
@@ -75,7 +72,6 @@ def test_incomplete_duplicated_or_mixed_shard_sets_are_refused(parts, tmp_path):
     assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
 
 
-@pytest.mark.slow
 def test_scripts_refuse_bad_shards_in_one_line(parts, tmp_path, capsys):
     build = _script("build_dataset")
     assert build.main(["--shard", "2/2", "--output_dir", str(tmp_path / "x")]) == 2
@@ -92,7 +88,6 @@ def test_scripts_refuse_bad_shards_in_one_line(parts, tmp_path, capsys):
     assert "missing; build them with --shard I/2" in capsys.readouterr().err
 
 
-@pytest.mark.slow
 def test_shard_rows_must_be_what_shard_json_promises(parts, tmp_path):
     # A shard that lost a file: half the test traces would merge, exit 0.
     lost = shutil.copytree(parts, tmp_path / "lost")
@@ -109,7 +104,6 @@ def test_shard_rows_must_be_what_shard_json_promises(parts, tmp_path):
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("text, problem", [
     ("{not json", "is not valid JSON"),
     ('{"shard": 0, "of": 2}', "lacks ranges, benchmark"),

@@ -56,6 +56,7 @@ def _hittable_casting_every_ray(cx, cy, balls, step_deg=0.01):
     return {h for h in geo.first_hits(cx, cy, np.concatenate(phis), balls) if h}
 
 
+@pytest.mark.slow
 def test_directly_hittable_casts_only_the_targets_cones_and_agrees_with_every_ray():
     # Random crowded layouts (cue ball anywhere, cones across the 0/360 seam)
     # and the own balls of random boards: the same sets as casting all rays.

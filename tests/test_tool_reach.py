@@ -88,6 +88,7 @@ def test_each_answer_is_matched_to_the_shot_it_copied(tmp_path):
         (report["target_ball"], x["pocket"], x["potting_point_aim_angle_deg"]) for x in report["shots"] if x["open"]])[1]
 
 
+@pytest.mark.slow
 def test_the_ceiling_counts_what_the_tool_shows():
     geometry_only = bench.ceiling(BOARDS, MAX_CALLS, simulate=False)
     assert geometry_only["boards"] == len(BOARDS)
@@ -126,6 +127,7 @@ def test_the_ceiling_counts_what_the_tool_shows():
         assert bench._best(s, [(r["target_ball"], shot["pocket"], shot["potting_point_aim_angle_deg"])]) == expected
 
 
+@pytest.mark.slow
 def test_the_first_open_shot_at_each_speed(capsys):
     from poolbench_data.llm.tools import ball_report
     from poolbench_data.pairs.noise import MIN_MARGIN, robust_score

@@ -446,7 +446,6 @@ def test_tool_rows_need_assistant_only_loss_and_a_marked_template(sft, folder, t
                                                                                str(unmarked)]))
 
 
-@pytest.mark.slow
 def test_tool_sft_trains_one_step(sft, folder, tiny_model, tmp_path):
     import math
 

@@ -165,6 +165,7 @@ def _eval(tmp_path, reply, *flags):
     return code, server
 
 
+@pytest.mark.slow
 def test_tool_loop_through_eval(tmp_path):
     def reply(messages):  # a "model" that asks the tool once, then shoots the aim it was given
         s = _board(messages)
@@ -196,6 +197,7 @@ def test_tool_loop_through_eval(tmp_path):
     assert all(c["tool_version"] == TOOL_VERSION for c in calls)
 
 
+@pytest.mark.slow
 def test_calls_stop_at_max_tool_calls(tmp_path):
     code, server = _eval(tmp_path, lambda messages: {"target_ball": "99", "pocket": "rt"}, "--max_tool_calls", "2")
     assert code == 0
@@ -219,6 +221,7 @@ class _RejectToolTurns(_ToolRecorder):
         super().answer(body)
 
 
+@pytest.mark.slow
 def test_a_failed_tool_turn_is_a_loud_failure_not_a_miss(tmp_path, capsys):
     with recording_server(lambda m: {"target_ball": "1", "pocket": "rt"}, _RejectToolTurns) as (url, server):
         code = main(["eval", "--backend", "openai", "--base_url", url, "--model", "m", "--n", "2", "--tools",

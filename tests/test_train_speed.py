@@ -92,7 +92,6 @@ def test_compact_head_scores_only_the_labelled_positions_with_the_same_loss_and_
         model.zero_grad()
 
 
-@pytest.mark.slow
 def test_sft_script_loss_equals_the_model_own_loss(tiny_model, tmp_path):
     """training/sft.py's trainer on real rows (a batch of 2, their common prefix run once): its loss is the
     model's own masked cross-entropy, each row run whole."""
@@ -111,7 +110,6 @@ def test_sft_script_loss_equals_the_model_own_loss(tiny_model, tmp_path):
     torch.testing.assert_close(fast.detach(), own, **LOSS_TOL)
 
 
-@pytest.mark.slow
 def test_an_sft_step_runs_the_prefix_once_then_each_row_apart_with_the_batch_loss_and_gradients(tiny_model, tmp_path):
     """training/sft.py with share_prompt (the CPU recipe's): a training step runs the batch's common prefix once,
     then each row's continuation alone against it (one row's activations alive at a time); its loss and every
@@ -145,7 +143,6 @@ def test_an_sft_step_runs_the_prefix_once_then_each_row_apart_with_the_batch_los
         torch.testing.assert_close(grad, whole_grads[name], **GRAD_TOL, msg=name)
 
 
-@pytest.mark.slow
 def test_dpo_chosen_and_rejected_logps_equal_the_reference(tiny_model, tmp_path):
     """training/dpo.py with the CPU recipe and reference log-probs precomputed: the precomputed columns and the
     trainer's own log-probs (each pair's prompt run once, share_prompt) equal the full-logits reference, each
