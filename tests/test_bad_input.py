@@ -381,7 +381,8 @@ def test_a_terminated_eval_shuts_the_vllm_engine_down(tmp_path):
     # SIGTERM (a scheduler's stop) must end vLLM's EngineCore and Worker with the CLI, not leave them running.
     # Its temp folder: short, as a socket's path must be (the engine's socket folder is made there).
     temp = Path(tempfile.mkdtemp(prefix="pb-"))
-    proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "eval", "--n", "50", "--baselines", "random",
+    # Four boards: the baselines before the engine take seconds, and the engine is still starting at the signal.
+    proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "eval", "--n", "4", "--baselines", "random",
                              "--out", str(tmp_path / "eval"), "--quiet"], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "TMPDIR": str(temp)})

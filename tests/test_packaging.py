@@ -1,5 +1,7 @@
 """The wheel works without the repository: built, installed non-editable in a
-fresh venv, it builds a dataset (the card template travels inside it)."""
+fresh venv, it builds a dataset (the card template travels inside it). That
+venv starts with an empty numba cache, so it also shows that a process which
+compiles pooltool cold simulates a shot as one that loads it from the cache."""
 
 from __future__ import annotations
 
@@ -11,6 +13,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+SHOT = ("from poolbench_data.boards.generate import generate\n"
+        "from poolbench_data.core.physics import simulate\n"
+        "from poolbench_data.core.records import Shot\n"
+        "r = simulate(generate(1, base_seed=1)[0], Shot(phi=30.0, V0=3.0))\n"
+        "print(r.status, len(r.events), r.pocketed, r.final_positions)\n")
 
 
 @pytest.mark.slow
@@ -34,6 +41,8 @@ def test_wheel_installed_non_editable_builds_a_dataset(tmp_path):
     run(uv, "pip", "install", "-q", "--python", py, "--override", ROOT / "requirements" / "overrides.txt", wheel)
     where = run(py, "-c", "import poolbench_data; print(poolbench_data.__file__)")
     assert str(tmp_path / "venv") in where  # the wheel, not the checkout
+    cold = run(py, "-c", SHOT)  # the numba cache (NUMBA_CACHE_DIR) is empty: pooltool compiles here
+    assert cold.startswith("ok ") and run(py, "-c", SHOT) == cold  # the second process loads it from the cache
     out = tmp_path / "ds"
     run(py, ROOT / "builders" / "build_dataset.py", "--output_dir", out, "--eval_n", "2", "--train_n", "0",
         "--workers", "1")

@@ -1,5 +1,4 @@
 import math
-import os
 import subprocess
 import sys
 
@@ -128,24 +127,6 @@ def test_time_numba_spends_compiling_is_not_simulation_time(board, monkeypatch):
     assert compiled.status == "ok" and compiled == warm
     monkeypatch.setattr(_SimulationState, "step", slow_first_step(False))
     assert simulate(s, Shot(90.0, 8.0), timeout_s=1.0).status == "timeout"
-
-
-@pytest.mark.slow
-def test_a_cold_numba_cache_gives_the_warm_result(tmp_path):
-    """End to end: a process with an empty numba cache simulates the same shot as this (warm) one."""
-    code = ("from poolbench_data.boards.generate import generate\n"
-            "from poolbench_data.core.physics import simulate\n"
-            "from poolbench_data.core.records import Shot\n"
-            "r = simulate(generate(1, base_seed=1)[0], Shot(phi=30.0, V0=3.0))\n"
-            "print(r.status, len(r.events), r.pocketed, r.final_positions)\n")
-    from poolbench_data.boards.generate import generate
-
-    r = simulate(generate(1, base_seed=1)[0], Shot(phi=30.0, V0=3.0))
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == f"{r.status} {len(r.events)} {r.pocketed} {r.final_positions}"
-    assert r.status == "ok"
 
 
 def test_scorer_is_pure_over_results():
