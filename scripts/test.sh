@@ -22,6 +22,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   fi
 fi
 .venv/bin/lint-imports
-# The 25 slowest tests and every skip with its reason (beside failures and errors), so a slow or skipped test is
-# seen the run it arrives.
-exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 -rfEs "$@"
+# Two workers (pytest-xdist), one a core: the tests on a vLLM engine share one worker, as do the Ray tests
+# (tests/conftest.py groups them); `-n 0` after the command runs everything in one process. The 25 slowest tests
+# and every skip with its reason (beside failures and errors), so a slow or skipped test is seen the run it arrives.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup --durations=25 -rfEs "$@"

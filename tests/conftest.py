@@ -64,16 +64,29 @@ SERVED_NAME = "smollm2"
 @pytest.fixture(scope="session")
 def served_model():
     """(base URL, served name) of the embedded model behind the project's loopback vLLM server
-    (llm.serve.local_server) for the session: the verifiers environment, lm-eval and inspect play it as any
-    OpenAI-compatible endpoint. vLLM's hermes parser turns a `<tool_call>` the model writes into a structured
-    call, as a hosted API returns one. Tests that use it hold /tmp/pb-heavy.lock (run them under flock)."""
+    (llm.serve.local_server) for the run: the OpenAI backend, the verifiers environment, lm-eval and inspect play it
+    as any OpenAI-compatible endpoint. vLLM's hermes parser turns a `<tool_call>` the model writes into a structured
+    call, as a hosted API returns one. The server binds its socket files in a temp folder of its own; after it
+    stops, it no longer answers and none of them is left."""
     from poolbench_data.llm.model import default_model_dir
+    from poolbench_data.llm.openai_backend import ServerUnavailableError, check_server
     from poolbench_data.llm.serve import local_server
 
-    with local_server(default_model_dir(), max_model_len=4096, kv_cache_gib=0.5,
-                      extra_args=["--enforce-eager", "--no-enable-prefix-caching", "--served-model-name",
-                                  SERVED_NAME, "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]) as url:
-        yield url, SERVED_NAME
+    temp = Path(tempfile.mkdtemp(prefix="pb-"))  # short: a socket's path must fit in 107 characters
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("VLLM_RPC_BASE_PATH", raising=False)
+        mp.setenv("TMPDIR", str(temp))
+        mp.setattr(tempfile, "tempdir", str(temp))
+        with local_server(default_model_dir(), max_model_len=ENGINE_MAX_MODEL_LEN, kv_cache_gib=ENGINE_KV_CACHE_GIB,
+                          extra_args=["--enforce-eager", "--no-enable-prefix-caching", "--served-model-name",
+                                      SERVED_NAME, "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]) as url:
+            assert _socket_files(temp), "the server's engine binds its sockets under its temp folder"
+            mp.undo()  # the tests' own temp folders are the usual ones
+            yield url, SERVED_NAME
+    with pytest.raises(ServerUnavailableError):  # the process (group) is gone
+        check_server(url, timeout=2.0)
+    assert _socket_files(temp) == [], "the server left socket files"
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 def copy_of(folder: Path, where: Path) -> Path:
@@ -216,6 +229,31 @@ def eval_on_shared_engine(shared_vllm_engine, monkeypatch) -> list:
 
     monkeypatch.setattr(registry, "_build_vllm", build)
     return asked
+
+
+# Tests that must share one worker when the suite runs on several (scripts/test.sh: pytest-xdist, --dist
+# loadgroup): those on a vLLM engine or the loopback server, so each starts once a run and never two generate
+# at once; those that start or look for a local Ray instance, which is one a machine.
+XDIST_GROUPS = {"vllm": ("shared_vllm_engine", "served_model"), "ray": ("ray_instance",)}
+XDIST_GROUP_NODES = {"vllm": ("tests/test_bad_input.py::test_a_terminated_eval_shuts_the_vllm_engine_down",),
+                     "ray": ("tests/test_ray.py::", "tests/test_bad_input.py::test_a_local_ray_instance_dies")}
+
+
+def xdist_group(item) -> str | None:
+    """The worker group of a test: by the session's engines it uses, else by its node id."""
+    names = getattr(item, "fixturenames", ())
+    for group, fixtures in XDIST_GROUPS.items():
+        if any(f in names for f in fixtures) or item.nodeid.startswith(XDIST_GROUP_NODES[group]):
+            return group
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        group = xdist_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_collection_finish(session):

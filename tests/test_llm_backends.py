@@ -2,21 +2,18 @@
 
 No mocks: the embedded SmolLM2-135M is converted on first use into the
 user's cache ($POOLBENCH_CACHE, else ~/.cache/poolbench), as the main job
-does, so later runs reuse it; every engine is real. The in-process engine is the session's one
-(tests/conftest.py), shut down after its last test and so before the server starts: two engines on 2 cores
-would mostly measure each other.
+does, so later runs reuse it; every engine is real. The in-process engine and the loopback server are the
+run's (tests/conftest.py); the engine is shut down after its last test and so before the server starts: two
+engines on 2 cores would mostly measure each other.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -298,37 +295,16 @@ class TestVLLMBackend:
 # ------------------------------------------------------- loopback HTTP server
 
 
-@pytest.fixture(scope="class")
-def server(model_dir: Path) -> Iterator[str]:
-    started = time.perf_counter()
-    # The server's temp folder and ours, where socket files would be left; short, as a socket's path must be.
-    temp = Path(tempfile.mkdtemp(prefix="pb-"))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("VLLM_RPC_BASE_PATH", raising=False)
-        mp.setenv("TMPDIR", str(temp))
-        mp.setattr(tempfile, "tempdir", str(temp))
-        with local_server(
-            model_dir, max_model_len=MAX_MODEL_LEN, kv_cache_gib=KV_CACHE_GIB,
-            extra_args=["--enforce-eager", "--no-enable-prefix-caching"]
-        ) as base_url:
-            print(f"\nvLLM server start: {time.perf_counter() - started:.1f} s")
-            assert socket_files(temp)  # the engine binds its sockets under the temp folder
-            yield base_url
-    with pytest.raises(ServerUnavailableError):  # the process (group) is gone
-        check_server(base_url, timeout=2.0)
-    assert socket_files(temp) == []  # and its socket files with it
-    shutil.rmtree(temp)
-
-
 @pytest.mark.slow
 class TestOpenAIBackend:
+    """Against the run's loopback vLLM server (`served_model`, tests/conftest.py)."""
 
-    def test_generate(self, server: str, model_dir: Path) -> None:
+    def test_generate(self, served_model) -> None:
         # No assertion that the same seed gives the same text: the CPU server
         # does not guarantee it: repeats of this request, one at a time, no
         # prefix cache, against one loopback server, differ from the first.
         # What the engine does guarantee: n texts per conversation, text, usage.
-        backend = OpenAIBackend(server, str(model_dir), concurrency=2, timeout_s=120)
+        backend = OpenAIBackend(*served_model, concurrency=2, timeout_s=120)
         result = backend.generate(CONVERSATIONS, n=2, max_tokens=24, seed=3)
         first = result.texts
         assert result.failures == ()
@@ -336,11 +312,11 @@ class TestOpenAIBackend:
         assert all(t.strip() for r in first for t in r)
         assert 0 < result.usage["completion_tokens"] <= 3 * 2 * 24
         assert result.usage["prompt_tokens"] > 0
-        assert backend.settings()["base_url"] == server
+        assert backend.settings()["base_url"] == served_model[0]
         backend.close()
 
-    def test_json_schema(self, server: str, model_dir: Path) -> None:
-        backend = OpenAIBackend(server, str(model_dir), timeout_s=120)
+    def test_json_schema(self, served_model) -> None:
+        backend = OpenAIBackend(*served_model, timeout_s=120)
         prompt = [{"role": "user", "content": "Pick a shot: target ball, pocket and speed in m/s."}]
         result = backend.generate([prompt], n=2, max_tokens=64, json_schema=SHOT_SCHEMA)
         (texts,) = result.texts
@@ -348,7 +324,7 @@ class TestOpenAIBackend:
         for text in texts:
             assert set(json.loads(text)) == {"target_ball", "pocket", "speed"}
 
-    def test_inspect_eval_against_the_server(self, server: str, model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    def test_inspect_eval_against_the_server(self, served_model, tmp_path: Path, monkeypatch) -> None:
         # PoolBench as an inspect_ai task, the model served by a real vLLM: inspect's openai-api provider.
         inspect_ai = pytest.importorskip("inspect_ai")
         from inspect_ai.log import read_eval_log
@@ -356,8 +332,8 @@ class TestOpenAIBackend:
         from poolbench_data.cli.inspect_task import METRICS, poolbench
 
         monkeypatch.setenv("LOOPBACK_API_KEY", "x")
-        monkeypatch.setenv("LOOPBACK_BASE_URL", server)
-        (log,) = inspect_ai.eval(poolbench(n=1, max_tokens=48), model=f"openai-api/loopback/{model_dir}",
+        monkeypatch.setenv("LOOPBACK_BASE_URL", served_model[0])
+        (log,) = inspect_ai.eval(poolbench(n=1, max_tokens=48), model=f"openai-api/loopback/{served_model[1]}",
                                  log_dir=str(tmp_path), display="none")
         assert log.status == "success", log.error
         (sample,) = read_eval_log(log.location).samples
@@ -366,7 +342,7 @@ class TestOpenAIBackend:
         assert set(score.value) == set(METRICS) and set(score.value.values()) <= {0.0, 1.0}
         assert score.metadata["parse_status"]
 
-    def test_unknown_model_name(self, server: str, model_dir: Path) -> None:
+    def test_unknown_model_name(self, served_model) -> None:
         with pytest.raises(ValueError, match="not served") as err:
-            OpenAIBackend(server, "no-such-model")
-        assert str(model_dir) in str(err.value)
+            OpenAIBackend(served_model[0], "no-such-model")
+        assert served_model[1] in str(err.value)

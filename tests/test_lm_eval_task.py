@@ -164,16 +164,32 @@ def _lm_eval(*args: str):
 
 @pytest.mark.slow
 def test_lm_eval_s_command_line_says_a_metadata_mistake_in_one_line():
-    """lm-eval merges --model_args into the task's metadata: those keys are no mistake, --metadata's unknown
-    one is; a bad n is one line and exit code 2, no traceback. A model's `seed` (vLLM's sampling seed) would
-    arrive as the boards' seed: refused, unless --metadata gives the boards' own."""
-    for args, words in ((["--model_args", "foo=1", "--metadata", '{"nn": 5}'], "--metadata 'nn' is not a setting"),
-                        (["--metadata", '{"n": 2}'], "--metadata n is 2; give a whole number of boards >= 7"),
-                        (["--model_args", "seed=3"], "--model_args seed=3 reaches the poolbench task as its board "
-                                                     "seed")):
-        done = _lm_eval(*args)
-        errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
-        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
-        assert len(errors) == 1 and words in errors[0], done.stderr[-3000:]
-    done = _lm_eval("--model_args", "seed=3", "--metadata", '{"seed": 0, "n": 7}')
-    assert done.returncode == 0 and "poolbench_open" in done.stdout, done.stderr[-3000:]
+    """lm-eval merges --model_args into the task's metadata: those keys are no mistake, --metadata's unknown one
+    is, said in one line with exit code 2 and no traceback."""
+    done = _lm_eval("--model_args", "foo=1", "--metadata", '{"nn": 5}')
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert len(errors) == 1 and "--metadata 'nn' is not a setting" in errors[0], done.stderr[-3000:]
+
+
+def _simple_evaluate(model_args: str, metadata: dict):
+    """What `lm_eval --model dummy --model_args ... --metadata ... --limit 1` does: the task manager gets the model
+    args merged under the metadata (lm_eval.config.evaluate_config), simple_evaluate the model args."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+    from lm_eval.utils import simple_parse_args_string
+
+    manager = TaskManager(include_path=str(PATH), include_defaults=False,
+                          metadata=simple_parse_args_string(model_args) | metadata)
+    return lm_eval.simple_evaluate(model="dummy", model_args=model_args, tasks=["poolbench"], task_manager=manager,
+                                   limit=1)
+
+
+def test_a_model_s_seed_is_not_taken_for_the_boards_seed():
+    """A model's `seed` (vLLM's sampling seed) would arrive as the boards' seed: refused, unless --metadata gives
+    the boards' own."""
+    with pytest.raises(ValueError, match=re.escape("--model_args seed=3 reaches the poolbench task as its board "
+                                                   "seed")):
+        _simple_evaluate("seed=3", {})
+    out = _simple_evaluate("seed=3", {"seed": 0, "n": 7})
+    assert set(out["results"]) == {"poolbench", *(f"poolbench_{c}" for c in CATEGORIES)}

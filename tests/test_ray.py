@@ -37,7 +37,7 @@ def test_auto_with_no_ray_running_is_one_line_naming_our_flag_before_any_work(tm
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert not ray.is_initialized() and not find_gcs_addresses(), \
-        "a Ray cluster runs on this machine: run the Ray tests under flock /tmp/pb-heavy.lock, alone"
+        "a Ray cluster runs on this machine: these tests start and look for their own"
     with pytest.raises(ValueError, match=r"^--ray_address auto"):
         check_executor("ray", "auto")
     assert main(["baseline", "--n", "2", "--executor", "ray", "--ray_address", "auto"]) == 2

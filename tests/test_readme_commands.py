@@ -1,7 +1,7 @@
-"""The lm-eval and inspect commands as a user types them (read from README.md, through bash, from the repository
-root, with `--limit 2` and an output folder added), against the embedded model on the project's loopback vLLM server, two boards a subtask (`--limit 2`):
-the files they write hold the benchmark's metrics, and each answer's values equal `poolbench eval`'s on the same
-text (`--backend replay`)."""
+"""The lm-eval and inspect commands as a user types them (read from README.md, run through bash from the
+repository root) against the embedded model on the project's loopback vLLM server, with what makes them a test
+added: two boards a subtask, 32-token answers, an output folder. The files they write hold the
+benchmark's metrics, and each answer's values equal `poolbench eval`'s on the same text (`--backend replay`)."""
 
 from __future__ import annotations
 
@@ -62,12 +62,13 @@ def replayed(tmp_path: Path, answers: dict[str, str], n: int = 50) -> dict[str, 
 
 @pytest.mark.slow
 class TestAsTyped:
-    """Under the shared lock: `flock /tmp/pb-heavy.lock .venv/bin/python -m pytest tests/test_readme_commands.py`."""
+    """The README's commands against the run's loopback server (the `served_model` fixture)."""
 
     def test_lm_eval_writes_the_group_and_every_subtask(self, served_model, tmp_path):
         url, model = served_model
         out = tmp_path / "lm_eval"
-        run_as_typed(served(readme_command("lm_eval"), url, model) + f" --output_path {out} --log_samples --limit 2")
+        run_as_typed(served(readme_command("lm_eval"), url, model) + f" --output_path {out} --log_samples --limit 2"
+                     " --gen_kwargs max_gen_toks=32")
         (results_file,) = out.rglob("results_*.json")
         results = json.loads(results_file.read_text())["results"]
         assert set(results) == {"poolbench", *(f"poolbench_{c}" for c in CATEGORIES)}
@@ -92,7 +93,7 @@ class TestAsTyped:
         from inspect_ai.log import list_eval_logs, read_eval_log
 
         url, model = served_model
-        run_as_typed(served(readme_command("inspect"), url, model) + " --limit 2",
+        run_as_typed(served(readme_command("inspect"), url, model) + " --limit 2 -T max_tokens=32",
                      INSPECT_LOG_DIR=str(tmp_path / "logs"))
         (info,) = list_eval_logs(str(tmp_path / "logs"))
         log = read_eval_log(info)

@@ -99,13 +99,10 @@ def test_bad_arguments_are_one_value_error_naming_them(kwargs, names):
     assert names in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("flag, value, names", [
-    ("--env.taskset.track", "chess", "track 'chess' is unknown"),
-    ("--env.taskset.reward", "style", "reward 'style' is unknown"),
-    ("--env.taskset.dataset-dir", "/no/such/folder", "dataset_dir /no/such/folder does not exist"),
-])
-def test_vf_eval_refuses_bad_arguments_before_any_rollout(tmp_path, flag, value, names):
-    # No server at this URL: a run that got past the arguments would fail on the connection instead.
+def test_vf_eval_refuses_bad_arguments_before_any_rollout(tmp_path):
+    # The environment's check (each argument: test_bad_arguments_are_one_value_error_naming_them) through vf-eval's
+    # command line. No server at this URL: a run that got past the arguments would fail on the connection instead.
+    flag, value, names = "--env.taskset.dataset-dir", "/no/such/folder", "dataset_dir /no/such/folder does not exist"
     done = subprocess.run([VF_EVAL, "poolbench", flag, value, "-m", "m", "--client.base-url", "http://127.0.0.1:9/v1",
                            "--no-push", "--no-rich", "-o", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=300)
@@ -173,7 +170,7 @@ def assert_scored_as_poolbench_eval(tmp_path: Path, traces: list[dict], n: int, 
 
 @pytest.mark.slow
 class TestVfEval:
-    """Under the shared lock: `flock /tmp/pb-heavy.lock .venv/bin/python -m pytest tests/test_verifiers_env.py`."""
+    """`vf-eval poolbench` against the run's loopback server (the `served_model` fixture)."""
 
     def test_the_free_text_track(self, served_model, tmp_path):
         traces = vf_eval(tmp_path, served_model, "--env.taskset.n", "2", "--sampling.max-tokens", "48")
