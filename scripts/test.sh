@@ -22,7 +22,14 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   fi
 fi
 .venv/bin/lint-imports
-# Two workers (pytest-xdist), one a core: the tests on a vLLM engine share one worker, as do the Ray tests
-# (tests/conftest.py groups them); `-n 0` after the command runs everything in one process. The 25 slowest tests
-# and every skip with its reason (beside failures and errors), so a slow or skipped test is seen the run it arrives.
-exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup --durations=25 -rfEs "$@"
+# pooltool's numba functions compiled into their cache once, here (30-40 s on 2 cores in a new venv, about a
+# second after), rather than by both test workers at once.
+.venv/bin/python -c 'from poolbench_data.boards.generate import generate
+from poolbench_data.core.physics import simulate
+from poolbench_data.core.records import Shot
+simulate(generate(1, base_seed=1)[0], Shot(phi=30.0, V0=3.0))'
+# Two workers (pytest-xdist), one a core: the tests on the run's vLLM engine share one worker, as do the Ray tests,
+# and each other test file runs on one (tests/conftest.py, work_unit); `-n 0` after the command runs everything in
+# one process. The 25 slowest tests and every skip with its reason (beside failures and errors) are printed, so a
+# slow or skipped test is seen the run it arrives.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --durations=25 -rfEs "$@"

@@ -231,29 +231,44 @@ def eval_on_shared_engine(shared_vllm_engine, monkeypatch) -> list:
     return asked
 
 
-# Tests that must share one worker when the suite runs on several (scripts/test.sh: pytest-xdist, --dist
-# loadgroup): those on a vLLM engine or the loopback server, so each starts once a run and never two generate
-# at once; those that start or look for a local Ray instance, which is one a machine.
-XDIST_GROUPS = {"vllm": ("shared_vllm_engine", "served_model"), "ray": ("ray_instance",)}
-XDIST_GROUP_NODES = {"vllm": ("tests/test_bad_input.py::test_a_terminated_eval_shuts_the_vllm_engine_down",),
-                     "ray": ("tests/test_ray.py::", "tests/test_bad_input.py::test_a_local_ray_instance_dies")}
+# The units of work when the suite runs on several workers (scripts/test.sh: pytest-xdist with the scheduler
+# below). One unit runs on one worker: the tests on the run's vLLM engine or loopback server, so each starts once
+# and two never generate at once; the tests that start or look for a local Ray instance (one a machine); every other
+# test file, so its module fixtures are built once. The two groups run first, the files in their order.
+WORKER_GROUPS = {
+    "vllm": ("tests/test_bad_input.py::test_a_terminated_eval_shuts_the_vllm_engine_down",
+             "tests/test_eval_cli.py::", "tests/test_eval_failures.py::", "tests/test_llm_backends.py::",
+             "tests/test_readme_commands.py::", "tests/test_verifiers_env.py::"),
+    "ray": ("tests/test_ray.py::", "tests/test_bad_input.py::test_a_local_ray_instance_dies"),
+}
+ENGINE_FIXTURES = ("shared_vllm_engine", "served_model")
 
 
-def xdist_group(item) -> str | None:
-    """The worker group of a test: by the session's engines it uses, else by its node id."""
-    names = getattr(item, "fixturenames", ())
-    for group, fixtures in XDIST_GROUPS.items():
-        if any(f in names for f in fixtures) or item.nodeid.startswith(XDIST_GROUP_NODES[group]):
-            return group
-    return None
+def work_unit(nodeid: str) -> str:
+    """The unit a test runs in: its group's name, else its file."""
+    return next((group for group, prefixes in WORKER_GROUPS.items() if nodeid.startswith(prefixes)),
+                nodeid.split("::", 1)[0])
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        group = xdist_group(item)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
+    stray = [i.nodeid for i in items if set(ENGINE_FIXTURES) & set(getattr(i, "fixturenames", ()))
+             and work_unit(i.nodeid) != "vllm"]
+    if stray:
+        raise pytest.UsageError(f"{stray[0]} uses the run's vLLM engine or server but is not in the vllm group of "
+                                "tests/conftest.py WORKER_GROUPS; add its file or node id there")
+    rank = {group: i for i, group in enumerate(WORKER_GROUPS)}
+    items.sort(key=lambda i: rank.get(work_unit(i.nodeid), len(rank)))  # stable: each file keeps its order
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkUnits(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False  # the collection's order: the groups first
+    return WorkUnits(config, log)
 
 
 def pytest_collection_finish(session):

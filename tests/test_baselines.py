@@ -1,7 +1,7 @@
 import pytest
 
 from poolbench_data.core.physics import simulate
-from poolbench_data.players import BASELINES, heuristic, oracle, random_player
+from poolbench_data.players import heuristic, oracle, random_player
 from poolbench_data.core.candidates import candidates
 from poolbench_data.boards.pottable import straight_pottable
 from poolbench_data.players.diagnostics import angular_error

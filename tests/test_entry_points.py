@@ -176,6 +176,7 @@ def _base(label: str, inputs: dict, tmp: Path) -> tuple[list[str], list[str]]:
         "builders/build_pairs.py": ([], ["--dataset_dir", str(inputs["answered"])]),
         "builders/merge_shards.py": ([], ["--shards_dir", str(inputs["parts"]), "--output_dir", str(tmp / "m")]),
         "training/loop.py": ([], ["--work_dir", str(tmp / "w")]),
+        "benchmarks/bench_suite.py": ([], ["--commits", "HEAD", "--json", str(tmp / "suite.json")]),
         "training/sft.py": ([], ["--config", str(REPO / "training/recipes/sft-smollm2-135m-cpu.yaml"),
                                  "--dataset_name", data, "--output_dir", str(tmp / "o")]),
         "training/dpo.py": ([], ["--config", str(REPO / "training/recipes/smollm2-135m-cpu.yaml"),
@@ -213,6 +214,7 @@ def no_work(monkeypatch, tmp_path, inputs):
                          (loop, "_run"), (vllm_backend.VLLMBackend, "__init__"), (openai_backend.OpenAIBackend, "__init__"),
                          (transformers.Trainer, "__init__")]:
         monkeypatch.setattr(target, name, started)
+    monkeypatch.setattr(load_script("benchmarks/bench_suite.py"), "time_commit", started)  # a clone and the suite
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
