@@ -260,6 +260,15 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda i: rank.get(work_unit(i.nodeid), len(rank)))  # stable: each file keeps its order
 
 
+def pytest_configure(config):
+    # On several workers each has a core: torch's own threads in a worker (transformers' generate, an in-process
+    # trainer) would spin against the other worker's. The vLLM engine's processes set their threads themselves.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 

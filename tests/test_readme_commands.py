@@ -1,6 +1,6 @@
 """The lm-eval and inspect commands as a user types them (read from README.md, run through bash from the
 repository root) against the embedded model on the project's loopback vLLM server, with what makes them a test
-added: two boards a subtask, 32-token answers, an output folder. The files they write hold the
+added: a board a subtask (two for inspect), 32-token answers, an output folder. The files they write hold the
 benchmark's metrics, and each answer's values equal `poolbench eval`'s on the same text (`--backend replay`)."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class TestAsTyped:
     def test_lm_eval_writes_the_group_and_every_subtask(self, served_model, tmp_path):
         url, model = served_model
         out = tmp_path / "lm_eval"
-        run_as_typed(served(readme_command("lm_eval"), url, model) + f" --output_path {out} --log_samples --limit 2"
+        run_as_typed(served(readme_command("lm_eval"), url, model) + f" --output_path {out} --log_samples --limit 1"
                      " --gen_kwargs max_gen_toks=32")
         (results_file,) = out.rglob("results_*.json")
         results = json.loads(results_file.read_text())["results"]
@@ -79,7 +79,7 @@ class TestAsTyped:
         for c in CATEGORIES:
             (samples_file,) = out.rglob(f"samples_poolbench_{c}_*.jsonl")
             samples = [json.loads(line) for line in samples_file.read_text().splitlines()]
-            assert len(samples) == 2
+            assert len(samples) == 1
             for s in samples:
                 answers[s["doc"]["id"]] = s["resps"][0][0]
                 says[s["doc"]["id"]] = {m: float(s[m]) for m in METRICS}
