@@ -1,7 +1,7 @@
 """What many tests share, built once a run: the 50 benchmark boards and their reference run, one vLLM engine on
 the embedded model, one tiny model, one small dataset folder and one set of two shards. Shared things are read
-only: a test that changes one works on its own copy (`copy_of`). The engine is shut down after the last test
-that uses it, so no engine outlives its tests."""
+only: a test that changes one works on its own copy (`copy_of`). The engine and the loopback server are each shut
+down after the last test that uses them, so neither outlives its tests."""
 
 import atexit
 import os
@@ -61,32 +61,55 @@ def board():
 SERVED_NAME = "smollm2"
 
 
-@pytest.fixture(scope="session")
-def served_model():
-    """(base URL, served name) of the embedded model behind the project's loopback vLLM server
-    (llm.serve.local_server) for the run: the OpenAI backend, the verifiers environment, lm-eval and inspect play it
-    as any OpenAI-compatible endpoint. vLLM's hermes parser turns a `<tool_call>` the model writes into a structured
-    call, as a hosted API returns one. The server binds its socket files in a temp folder of its own; after it
-    stops, it no longer answers and none of them is left."""
+_SERVER: dict = {}  # while the run's server runs: {"stack": what stops it, "url": ..., "temp": its temp folder}
+_LAST_SERVER_USER: list[str] = []  # the node id of the last test that uses it
+
+
+def _start_server() -> None:
+    from contextlib import ExitStack
+
     from poolbench_data.llm.model import default_model_dir
-    from poolbench_data.llm.openai_backend import ServerUnavailableError, check_server
     from poolbench_data.llm.serve import local_server
 
     temp = Path(tempfile.mkdtemp(prefix="pb-"))  # short: a socket's path must fit in 107 characters
-    with pytest.MonkeyPatch.context() as mp:
+    stack = ExitStack()
+    with pytest.MonkeyPatch.context() as mp:  # the server's temp folder, only while it starts
         mp.delenv("VLLM_RPC_BASE_PATH", raising=False)
         mp.setenv("TMPDIR", str(temp))
         mp.setattr(tempfile, "tempdir", str(temp))
-        with local_server(default_model_dir(), max_model_len=ENGINE_MAX_MODEL_LEN, kv_cache_gib=ENGINE_KV_CACHE_GIB,
-                          extra_args=["--enforce-eager", "--no-enable-prefix-caching", "--served-model-name",
-                                      SERVED_NAME, "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]) as url:
-            assert _socket_files(temp), "the server's engine binds its sockets under its temp folder"
-            mp.undo()  # the tests' own temp folders are the usual ones
-            yield url, SERVED_NAME
+        url = stack.enter_context(local_server(
+            default_model_dir(), max_model_len=ENGINE_MAX_MODEL_LEN, kv_cache_gib=ENGINE_KV_CACHE_GIB,
+            extra_args=["--enforce-eager", "--no-enable-prefix-caching", "--served-model-name", SERVED_NAME,
+                        "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]))
+    _SERVER.update(stack=stack, url=url, temp=temp)
+    assert _socket_files(temp), "the server's engine binds its sockets under its temp folder"
+
+
+def _stop_server() -> None:
+    """Stop the run's server: after it, it no longer answers and none of its socket files is left."""
+    from poolbench_data.llm.openai_backend import ServerUnavailableError, check_server
+
+    if "stack" not in _SERVER:
+        return
+    stack, url, temp = _SERVER.pop("stack"), _SERVER.pop("url"), _SERVER.pop("temp")
+    stack.close()
     with pytest.raises(ServerUnavailableError):  # the process (group) is gone
         check_server(url, timeout=2.0)
-    assert _socket_files(temp) == [], "the server left socket files"
+    left = _socket_files(temp)
     shutil.rmtree(temp, ignore_errors=True)
+    assert left == [], f"the server left socket files: {left}"
+
+
+@pytest.fixture(scope="session")
+def served_model():
+    """(base URL, served name) of the embedded model behind the project's loopback vLLM server
+    (llm.serve.local_server), started on first use and stopped after the last test that uses it: the OpenAI
+    backend, the verifiers environment, lm-eval and inspect play it as any OpenAI-compatible endpoint. vLLM's
+    hermes parser turns a `<tool_call>` the model writes into a structured call, as a hosted API returns one."""
+    if "stack" not in _SERVER:
+        _start_server()
+    yield _SERVER["url"], SERVED_NAME
+    _stop_server()
 
 
 def copy_of(folder: Path, where: Path) -> Path:
@@ -234,7 +257,7 @@ def eval_on_shared_engine(shared_vllm_engine, monkeypatch) -> list:
 # The units of work when the suite runs on several workers (scripts/test.sh: pytest-xdist with the scheduler
 # below). One unit runs on one worker: the tests on the run's vLLM engine or loopback server, so each starts once
 # and two never generate at once; the tests that start or look for a local Ray instance (one a machine); every other
-# test file, so its module fixtures are built once. The two groups run first, the files in their order.
+# test file, so its module fixtures are built once.
 WORKER_GROUPS = {
     "vllm": ("tests/test_bad_input.py::test_a_terminated_eval_shuts_the_vllm_engine_down",
              "tests/test_eval_cli.py::", "tests/test_eval_failures.py::", "tests/test_llm_backends.py::",
@@ -256,8 +279,12 @@ def pytest_collection_modifyitems(config, items):
     if stray:
         raise pytest.UsageError(f"{stray[0]} uses the run's vLLM engine or server but is not in the vllm group of "
                                 "tests/conftest.py WORKER_GROUPS; add its file or node id there")
+    # The groups first, then the files with the most slow tests, so a long file does not start last.
+    slow = {}
+    for i in items:
+        slow[work_unit(i.nodeid)] = slow.get(work_unit(i.nodeid), 0) + (i.get_closest_marker("slow") is not None)
     rank = {group: i for i, group in enumerate(WORKER_GROUPS)}
-    items.sort(key=lambda i: rank.get(work_unit(i.nodeid), len(rank)))  # stable: each file keeps its order
+    items.sort(key=lambda i: (rank.get(work_unit(i.nodeid), len(rank)), -slow[work_unit(i.nodeid)]))  # stable
 
 
 def pytest_configure(config):
@@ -283,6 +310,8 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_finish(session):
     users = [item.nodeid for item in session.items if "shared_vllm_engine" in getattr(item, "fixturenames", ())]
     _LAST_ENGINE_USER[:] = users[-1:]
+    users = [item.nodeid for item in session.items if "served_model" in getattr(item, "fixturenames", ())]
+    _LAST_SERVER_USER[:] = users[-1:]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -290,4 +319,6 @@ def pytest_runtest_teardown(item, nextitem):
     result = yield
     if item.nodeid in _LAST_ENGINE_USER:
         _stop_engine()  # its last user is done: the engine's memory and processes are not held for the rest
+    if item.nodeid in _LAST_SERVER_USER:
+        _stop_server()  # the same for the server
     return result
