@@ -95,7 +95,7 @@ def time_commit(name: str, sha: str, keep: bool) -> dict:
                                                      summary["counts"] if summary else "")}
     row = {"commit": name, "sha": sha, "exit_code": rc, "wall_s": round(wall, 1),
            "pytest_s": float(summary["seconds"]) if summary else None, "tests": counts,
-           "summary": summary.group(0).strip("= ") if summary else lines[-1:] and lines[-1],
+           "summary": summary.group(0).strip("= ") if summary else (lines[-1] if lines else ""),
            "load_at_start": round(load, 2), "slowest": slowest}
     if keep:
         row["log"] = str(log)

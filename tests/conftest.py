@@ -62,7 +62,6 @@ SERVED_NAME = "smollm2"
 
 
 _SERVER: dict = {}  # while the run's server runs: {"stack": what stops it, "url": ..., "temp": its temp folder}
-_LAST_SERVER_USER: list[str] = []  # the node id of the last test that uses it
 
 
 def _start_server() -> None:
@@ -82,7 +81,7 @@ def _start_server() -> None:
             extra_args=["--enforce-eager", "--no-enable-prefix-caching", "--served-model-name", SERVED_NAME,
                         "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]))
     _SERVER.update(stack=stack, url=url, temp=temp)
-    assert _socket_files(temp), "the server's engine binds its sockets under its temp folder"
+    assert socket_files(temp), "the server's engine binds its sockets under its temp folder"
 
 
 def _stop_server() -> None:
@@ -95,9 +94,7 @@ def _stop_server() -> None:
     stack.close()
     with pytest.raises(ServerUnavailableError):  # the process (group) is gone
         check_server(url, timeout=2.0)
-    left = _socket_files(temp)
-    shutil.rmtree(temp, ignore_errors=True)
-    assert left == [], f"the server left socket files: {left}"
+    _remove_temp(temp, "the server")
 
 
 @pytest.fixture(scope="session")
@@ -152,11 +149,17 @@ def tiny_model(tmp_path_factory) -> Path:
 # ------------------------------------------------------------------ the vLLM engine
 
 _ENGINE: dict = {}  # while the session's engine runs: {"engine": VLLMBackend, "temp": its temp folder}
-_LAST_ENGINE_USER: list[str] = []  # the node id of the last test that uses it
 
 
-def _socket_files(folder: Path) -> list[Path]:
+def socket_files(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_socket()]
+
+
+def _remove_temp(temp: Path, what: str) -> None:
+    """Remove an engine's temp folder after it stopped; a socket file left there fails the test that stopped it."""
+    left = socket_files(temp)
+    shutil.rmtree(temp, ignore_errors=True)
+    assert left == [], f"{what} left socket files: {left}"
 
 
 def _start_engine():
@@ -185,9 +188,7 @@ def _stop_engine() -> None:
     engine.close()
     # vLLM binds its processes' ZMQ sockets as files in the temp folder and leaves them there after a clean
     # shutdown (7 an engine, vllm 0.32); the engine's own folder for them goes with close().
-    left = _socket_files(temp)
-    shutil.rmtree(temp, ignore_errors=True)
-    assert left == [], f"the engine left socket files: {left}"
+    _remove_temp(temp, "the engine")
 
 
 def _lease(thinking_token_budget=None):
@@ -282,7 +283,8 @@ def pytest_collection_modifyitems(config, items):
     # The groups first, then the files with the most slow tests, so a long file does not start last.
     slow = {}
     for i in items:
-        slow[work_unit(i.nodeid)] = slow.get(work_unit(i.nodeid), 0) + (i.get_closest_marker("slow") is not None)
+        unit = work_unit(i.nodeid)
+        slow[unit] = slow.get(unit, 0) + (i.get_closest_marker("slow") is not None)
     rank = {group: i for i, group in enumerate(WORKER_GROUPS)}
     items.sort(key=lambda i: (rank.get(work_unit(i.nodeid), len(rank)), -slow[work_unit(i.nodeid)]))  # stable
 
@@ -307,18 +309,22 @@ def pytest_xdist_make_scheduler(config, log):
     return WorkUnits(config, log)
 
 
+# The run's engine and server, each stopped after the last test that uses it: its memory and processes are not
+# held for the rest of the run.
+STOPS = {"shared_vllm_engine": _stop_engine, "served_model": _stop_server}
+_LAST_USER: dict[str, str] = {}  # fixture name -> the node id of its last user this run
+
+
 def pytest_collection_finish(session):
-    users = [item.nodeid for item in session.items if "shared_vllm_engine" in getattr(item, "fixturenames", ())]
-    _LAST_ENGINE_USER[:] = users[-1:]
-    users = [item.nodeid for item in session.items if "served_model" in getattr(item, "fixturenames", ())]
-    _LAST_SERVER_USER[:] = users[-1:]
+    for item in session.items:
+        for name in STOPS.keys() & set(getattr(item, "fixturenames", ())):
+            _LAST_USER[name] = item.nodeid
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     result = yield
-    if item.nodeid in _LAST_ENGINE_USER:
-        _stop_engine()  # its last user is done: the engine's memory and processes are not held for the rest
-    if item.nodeid in _LAST_SERVER_USER:
-        _stop_server()  # the same for the server
+    for name, stop in STOPS.items():
+        if _LAST_USER.get(name) == item.nodeid:
+            stop()
     return result

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import socket_files
 
 from poolbench_data.llm import model_info, request_seed, resolve_model
 from poolbench_data.llm.openai_backend import OpenAIBackend, ServerUnavailableError, check_server
@@ -195,10 +196,6 @@ def test_thinking_budget_is_enforced_and_counted(engine_lease) -> None:
     assert backend.settings()["thinking_token_budget"] == budget
     # A budget given at start configures the engine's <think> markers (the session's engine started with one).
     assert backend.settings()["engine_kwargs"]["reasoning_config"] == "<think> ... </think>"
-
-
-def socket_files(folder: Path) -> list[Path]:
-    return [p for p in folder.rglob("*") if p.is_socket()]
 
 
 @pytest.fixture
