@@ -22,12 +22,20 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   fi
 fi
 .venv/bin/lint-imports
-# pooltool's numba functions compiled into their cache once, here (30-40 s on 2 cores in a new venv, about a
-# second after), rather than by both test workers at once.
-.venv/bin/python -c 'from poolbench_data.boards.generate import generate
+# pooltool's numba functions compile into their cache once (30-40 s on one core in a new venv, about a second
+# after), in the background; pytest's processes wait for it before their first test (tests/conftest.py,
+# POOLBENCH_TEST_WARM_UP) rather than compiling them too. On the other core meanwhile the heavy packages the tests
+# import are imported once, so a new venv's bytecode is cached before both workers import them at the same time.
+warm_up="$PWD/.venv/test-warm-up"
+rm -rf "$warm_up" && mkdir -p "$warm_up"
+( status=0
+  .venv/bin/python -c 'from poolbench_data.boards.generate import generate
 from poolbench_data.core.physics import simulate
 from poolbench_data.core.records import Shot
-simulate(generate(1, base_seed=1)[0], Shot(phi=30.0, V0=3.0))'
+simulate(generate(1, base_seed=1)[0], Shot(phi=30.0, V0=3.0))' >"$warm_up/log" 2>&1 || status=$?
+  echo "$status" >"$warm_up/exit_code.part" && mv "$warm_up/exit_code.part" "$warm_up/exit_code" ) &
+export POOLBENCH_TEST_WARM_UP="$warm_up"
+.venv/bin/python -c 'import torch, transformers, trl, peft, datasets, vllm, verifiers.v1, inspect_ai' >/dev/null 2>&1 || true
 # Two workers (pytest-xdist), one a core: the tests on the run's vLLM engine share one worker, as do the Ray tests,
 # and each other test file runs on one (tests/conftest.py, work_unit); `-n 0` after the command runs everything in
 # one process. The 25 slowest tests and every skip with its reason (beside failures and errors) are printed, so a

@@ -7,6 +7,7 @@ import atexit
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -266,6 +267,11 @@ WORKER_GROUPS = {
     "ray": ("tests/test_ray.py::", "tests/test_bad_input.py::test_a_local_ray_instance_dies"),
 }
 ENGINE_FIXTURES = ("shared_vllm_engine", "served_model")
+# The files that take longest (each run prints its slowest tests), started right after the groups and longest first,
+# so that neither worker ends the run on one of them while the other has nothing left.
+LONG_FILES = ("tests/test_tool_pairs.py", "tests/test_tool_sft.py", "tests/test_packaging.py",
+              "tests/test_install.py", "tests/test_sim_floor.py", "tests/test_lm_eval_task.py",
+              "tests/test_malformed_outputs.py", "tests/test_tools.py", "tests/test_training_cli.py")
 
 
 def work_unit(nodeid: str) -> str:
@@ -280,12 +286,16 @@ def pytest_collection_modifyitems(config, items):
     if stray:
         raise pytest.UsageError(f"{stray[0]} uses the run's vLLM engine or server but is not in the vllm group of "
                                 "tests/conftest.py WORKER_GROUPS; add its file or node id there")
-    # The groups first, then the files with the most slow tests, so a long file does not start last.
+    gone = [f for f in LONG_FILES if not (Path(config.rootpath) / f).is_file()]
+    if gone:
+        raise pytest.UsageError(f"tests/conftest.py LONG_FILES names {gone[0]}, which does not exist; remove it")
+    # The groups first, then the long files, then the files with the most slow tests, so a long file does not start
+    # last.
     slow = {}
     for i in items:
         unit = work_unit(i.nodeid)
         slow[unit] = slow.get(unit, 0) + (i.get_closest_marker("slow") is not None)
-    rank = {group: i for i, group in enumerate(WORKER_GROUPS)}
+    rank = {unit: i for i, unit in enumerate((*WORKER_GROUPS, *LONG_FILES))}
     items.sort(key=lambda i: (rank.get(work_unit(i.nodeid), len(rank)), -slow[work_unit(i.nodeid)]))  # stable
 
 
@@ -305,6 +315,10 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
 
+        def schedule(self) -> None:  # the workers have collected; no test is sent before the warm-up is done
+            _wait_for_warm_up()
+            super().schedule()
+
     config.option.loadscopereorder = False  # the collection's order: the groups first
     return WorkUnits(config, log)
 
@@ -315,7 +329,26 @@ STOPS = {"shared_vllm_engine": _stop_engine, "served_model": _stop_server}
 _LAST_USER: dict[str, str] = {}  # fixture name -> the node id of its last user this run
 
 
+def _wait_for_warm_up() -> None:
+    """scripts/test.sh compiles pooltool's numba functions in the background while pytest starts (the folder in
+    POOLBENCH_TEST_WARM_UP gets its exit code when done): the first test waits for it rather than compiling them
+    too, and a failed compile stops the run with its log."""
+    folder = os.environ.get("POOLBENCH_TEST_WARM_UP")
+    if not folder:
+        return
+    done, deadline = Path(folder) / "exit_code", time.monotonic() + 600
+    while not done.exists():
+        if time.monotonic() > deadline:
+            pytest.exit(f"scripts/test.sh's numba warm-up has not finished in 600 s; its log: {folder}/log", 3)
+        time.sleep(0.2)
+    if done.read_text().strip() != "0":
+        log = (Path(folder) / "log").read_text()[-3000:]
+        pytest.exit(f"scripts/test.sh's numba warm-up failed (exit {done.read_text().strip()}):\n{log}", 3)
+
+
 def pytest_collection_finish(session):
+    if session.items and not os.environ.get("PYTEST_XDIST_WORKER"):  # on workers, the scheduler waits
+        _wait_for_warm_up()
     for item in session.items:
         for name in STOPS.keys() & set(getattr(item, "fixturenames", ())):
             _LAST_USER[name] = item.nodeid

@@ -46,12 +46,17 @@ def run_as_typed(command: str, **env: str) -> None:
     assert done.returncode == 0, (command, done.stdout[-3000:], done.stderr[-3000:])
 
 
-def replayed(tmp_path: Path, answers: dict[str, str], n: int = 50) -> dict[str, dict]:
-    """`poolbench eval --backend replay` on `answers` (board id -> text; the other boards of the n get a
-    non-answer): its llm_traces.jsonl rows by board, each reduced to the six metrics."""
+def replayed(tmp_path: Path, answers: dict[str, str]) -> dict[str, dict]:
+    """`poolbench eval --backend replay` on `answers` (board id -> text), over the benchmark's boards up to the
+    last one answered (the others get a non-answer): its llm_traces.jsonl rows by board, each reduced to the six
+    metrics."""
+    boards = generate(50)
+    index = {s.id: i for i, s in enumerate(boards)}
+    assert set(answers) <= set(index), sorted(set(answers) - set(index))
+    n = 1 + max(index[sid] for sid in answers)
     stored = tmp_path / "answers.jsonl"
     stored.write_text("".join(json.dumps({"player": "m", "player_kind": "llm", "scenario_id": s.id, "sample": 0,
-                                          "raw_response": answers.get(s.id, "-")}) + "\n" for s in generate(n)))
+                                          "raw_response": answers.get(s.id, "-")}) + "\n" for s in boards[:n]))
     out = tmp_path / "replay"
     assert main(["eval", "--backend", "replay", "--responses", str(stored), "--name", "m", "--baselines", "random",
                  "--n", str(n), "--boards", "0", "--quiet", "--out", str(out)]) == 0
