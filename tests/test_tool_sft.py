@@ -64,6 +64,13 @@ def rows(folder) -> list[dict]:
     return list(load_dataset(str(folder), "sft_tools", split="train"))
 
 
+@pytest.fixture(scope="module")
+def listed_rows(scenario_rows) -> list[dict]:
+    """The library's demonstrations of the train boards in the prompt's order (what `--tool_demo_order listed`
+    writes)."""
+    return tool_sft_rows(scenario_rows, "train", order="listed")
+
+
 def board(scenario_rows, scenario_id) -> Scenario:
     return Scenario.from_row(next(s for s in scenario_rows if s["id"] == scenario_id))
 
@@ -229,7 +236,7 @@ def test_listed_demonstrations_call_own_balls_in_the_prompts_order_until_one_is_
     assert kinds == {"listed_open", "listed_closed"}
 
 
-def test_the_demonstration_order_is_a_builder_choice(folder, scenario_rows, capsys, tmp_path):
+def test_the_demonstration_order_is_a_builder_choice(folder, scenario_rows, listed_rows, capsys, tmp_path):
     import shutil
 
     from poolbench_data.hub.folder import read_rows
@@ -244,7 +251,7 @@ def test_the_demonstration_order_is_a_builder_choice(folder, scenario_rows, caps
     copy = shutil.copytree(folder, tmp_path / "poolbench")  # the module's folder keeps the default rows
     assert build_sft.main(["--dataset_dir", str(copy), "--tools", "--tool_demo_order", "listed"]) == 0
     rows = read_rows(copy, "sft_tools", "train")
-    assert rows == tool_sft_rows(scenario_rows, "train", order="listed")
+    assert rows == listed_rows
     assert len(rows) == len(scenario_rows) and {r["demonstration"] for r in rows} <= {"listed_open", "listed_closed"}
     out = capsys.readouterr().out
     calls = {n: sum(r["calls"] == n for r in rows) for n in range(1, MAX_CALLS + 1)}
@@ -252,7 +259,7 @@ def test_the_demonstration_order_is_a_builder_choice(folder, scenario_rows, caps
     assert json.loads((copy / "provenance.json").read_text())["sft_tools"]["settings"]["tool_demo_order"] == "listed"
 
 
-def test_the_demonstrations_speeds_are_a_builder_choice(folder, scenario_rows, capsys, tmp_path):
+def test_the_demonstrations_speeds_are_a_builder_choice(folder, scenario_rows, listed_rows, capsys, tmp_path):
     import shutil
 
     from poolbench_data.hub.folder import read_rows
@@ -267,7 +274,7 @@ def test_the_demonstrations_speeds_are_a_builder_choice(folder, scenario_rows, c
     assert build_sft.main(args) == 0
     rows = read_rows(copy, "sft_tools", "train")
     assert rows == tool_sft_rows(scenario_rows, "train", order="listed", speeds=(5.0, 8.0, 10.0, 12.0))
-    default = tool_sft_rows(scenario_rows, "train", order="listed")
+    default = listed_rows
     assert [r["scenario_id"] for r in rows] == [r["scenario_id"] for r in default]  # the same boards and calls
     assert [r["calls"] for r in rows] == [r["calls"] for r in default]
     assert {r["cue_speed"] for r in rows} <= {5.0, 8.0, 10.0, 12.0} and 5.0 in {r["cue_speed"] for r in rows}
