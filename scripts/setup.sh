@@ -49,8 +49,10 @@ if [ "$LOCK" = requirements/lock-cpu.txt ]; then
     export UV_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu UV_INDEX_STRATEGY=unsafe-best-match
   fi
 fi
-# The numba compile cache must outlive processes (first compile takes ~40 s).
-export UV_LINK_MODE=copy
+# Hard links into uv's cache (uv copies where the cache is on another filesystem): the 4 GB of packages are not
+# copied. Python's bytecode and numba's compile cache (first compile ~40 s) are new files beside the linked
+# sources, so they stay in .venv/ and outlive processes.
+export UV_LINK_MODE=hardlink
 # --no-deps: the lock is the whole environment, already resolved (with the overrides).
 .venv/bin/uv pip install --python .venv/bin/python -q --no-deps -r "$LOCK"
 .venv/bin/uv pip install --python .venv/bin/python -q --no-deps -e .

@@ -93,7 +93,9 @@ def test_a_broken_venv_is_rebuilt_saying_why(tmp_path, damage, why):
         else:
             (venv_bin / "python").write_text("#!/bin/sh\nexit 1\n")
             (venv_bin / "python").chmod(0o755)
-    # The copy has no lock to install: the run stops there, after the repair this test is about.
-    done = subprocess.run(["bash", "scripts/setup.sh"], cwd=repo, capture_output=True, text=True, timeout=600)
+    # pip may use no index and no configured folder, so the run stops at its first install, right after the repair
+    # this test is about (the copy has no lock either).
+    done = subprocess.run(["bash", "scripts/setup.sh"], cwd=repo, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1"})
     assert f".venv/ is broken ({why}); rebuilding it from the lock" in done.stderr
     assert subprocess.run([str(venv_bin / "python"), "-m", "pip", "--version"], capture_output=True).returncode == 0

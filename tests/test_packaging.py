@@ -23,7 +23,7 @@ SHOT = ("from poolbench_data.boards.generate import generate\n"
 @pytest.mark.slow
 def test_wheel_installed_non_editable_builds_a_dataset(tmp_path):
     uv = Path(sys.executable).with_name("uv")
-    env = {**os.environ, "UV_LINK_MODE": "copy", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    env = {**os.environ, "UV_LINK_MODE": "hardlink", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     env.pop("PYTHONPATH", None)
 
     def run(*cmd, cwd=tmp_path):
