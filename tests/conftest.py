@@ -306,6 +306,11 @@ def pytest_configure(config):
         import torch
 
         torch.set_num_threads(1)
+        # and the package's own pools: a command left at --workers 0 plays its boards in the worker, not in
+        # spawned processes that would compete with the other worker (a test that gives a count still gets it)
+        from poolbench_data.players.pool import WORKERS_ENV
+
+        os.environ[WORKERS_ENV] = "1"
 
 
 def pytest_xdist_make_scheduler(config, log):

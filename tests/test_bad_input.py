@@ -243,15 +243,36 @@ def test_scenarios_huge_n_into_head_streams_and_exits_cleanly(tmp_path):
 
 # --- 3. workers ----------------------------------------------------------------
 
-def test_workers_zero_means_one_per_core_and_more_is_capped():
-    from poolbench_data.players.pool import cores, default_workers, resolve_workers
+def test_workers_zero_means_one_per_core_and_more_is_capped(monkeypatch):
+    from poolbench_data.players.pool import WORKERS_ENV, cores, default_workers, resolve_workers
 
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
     assert cores() == len(os.sched_getaffinity(0))
     assert resolve_workers(0) == cores() == default_workers()
     assert resolve_workers(500) == cores()
     assert resolve_workers(1) == 1
     with pytest.raises(ValueError, match="--workers must be >= 0"):
         resolve_workers(-1)
+    # POOLBENCH_WORKERS is what 0 stands for (still capped at the cores); a count given is kept
+    monkeypatch.setenv(WORKERS_ENV, "1")
+    assert resolve_workers(0) == default_workers() == 1 and resolve_workers(cores()) == cores()
+    monkeypatch.setenv(WORKERS_ENV, "500")
+    assert resolve_workers(0) == cores()
+    for bad in ("0", "two", "-1", " 2"):
+        monkeypatch.setenv(WORKERS_ENV, bad)
+        with pytest.raises(ValueError, match=f"{WORKERS_ENV}={bad!r}: give a whole number"):
+            resolve_workers(0)
+        assert resolve_workers(1) == 1  # a count given never reads it
+
+
+def test_a_bad_workers_environment_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
+    from poolbench_data.players.pool import WORKERS_ENV
+
+    monkeypatch.setenv(WORKERS_ENV, "many")
+    out = tmp_path / "r.json"
+    assert main(["baseline", "--n", "1", "--players", "random", "--no_label", "--out", str(out), "--quiet"]) == 2
+    _one_line_error(capsys, WORKERS_ENV, "'many'")
+    assert not out.exists()
 
 
 def test_negative_workers_is_a_user_error_in_every_command(tmp_path, capsys):
@@ -274,7 +295,7 @@ def test_negative_workers_is_a_user_error_in_every_command(tmp_path, capsys):
 def test_baseline_caps_workers_at_the_cores(tmp_path, capsys):
     from poolbench_data.players.pool import cores
 
-    out = tmp_path / "r.json"
+    out = tmp_path / "r.json"  # a count given: POOLBENCH_WORKERS does not apply
     assert main(["baseline", "--n", "1", "--players", "random", "--no_label", "--workers", "500", "--out", str(out),
                  "--quiet"]) == 0
     assert f"with {cores()} worker(s)" in capsys.readouterr().out

@@ -29,12 +29,28 @@ def cores() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+# The worker count that 0 stands for where set: a process that already has one core of a machine shared with
+# others (one of a test runner's workers, a job among several) plays its boards itself instead of spawning
+# processes that would only compete with the others for the same cores.
+WORKERS_ENV = "POOLBENCH_WORKERS"
+
+
 def resolve_workers(requested: int) -> int:
-    """--workers as every command reads it: 0 = one per core; more than the
+    """--workers as every command reads it: 0 = one per core (or POOLBENCH_WORKERS where set); more than the
     cores only adds memory, so it is capped there."""
     if isinstance(requested, bool) or not isinstance(requested, int) or requested < 0:
         raise ValueError(f"--workers must be >= 0 (0: one per core), got {requested!r}")
-    return min(requested, cores()) if requested else cores()
+    return min(requested or _default_from_env() or cores(), cores())
+
+
+def _default_from_env() -> int:
+    value = os.environ.get(WORKERS_ENV, "")
+    if not value:
+        return 0
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{WORKERS_ENV}={value!r}: give a whole number of worker processes (1 or more), or unset "
+                         "it for one per core")
+    return int(value)
 
 
 def default_workers() -> int:
