@@ -29,10 +29,7 @@ fi
 warm_up="$PWD/.venv/test-warm-up"
 rm -rf "$warm_up" && mkdir -p "$warm_up"
 ( status=0
-  .venv/bin/python -c 'from poolbench_data.boards.generate import generate
-from poolbench_data.core.physics import simulate
-from poolbench_data.core.records import Shot
-simulate(generate(1, base_seed=1)[0], Shot(phi=30.0, V0=3.0))' >"$warm_up/log" 2>&1 || status=$?
+  .venv/bin/python tests/one_shot.py >"$warm_up/log" 2>&1 || status=$?
   echo "$status" >"$warm_up/exit_code.part" && mv "$warm_up/exit_code.part" "$warm_up/exit_code" ) &
 export POOLBENCH_TEST_WARM_UP="$warm_up"
 .venv/bin/python -c 'import torch, transformers, trl, peft, datasets, vllm, verifiers.v1, inspect_ai' >/dev/null 2>&1 || true

@@ -256,6 +256,12 @@ def eval_on_shared_engine(shared_vllm_engine, monkeypatch) -> list:
     return asked
 
 
+# The run's engine and server, each stopped after the last test that uses it: its memory and processes are not
+# held for the rest of the run.
+STOPS = {"shared_vllm_engine": _stop_engine, "served_model": _stop_server}
+_LAST_USER: dict[str, str] = {}  # fixture name -> the node id of its last user this run
+
+
 # The units of work when the suite runs on several workers (scripts/test.sh: pytest-xdist with the scheduler
 # below). One unit runs on one worker: the tests on the run's vLLM engine or loopback server, so each starts once
 # and two never generate at once; the tests that start or look for a local Ray instance (one a machine); every other
@@ -266,7 +272,6 @@ WORKER_GROUPS = {
              "tests/test_readme_commands.py::", "tests/test_verifiers_env.py::"),
     "ray": ("tests/test_ray.py::", "tests/test_bad_input.py::test_a_local_ray_instance_dies"),
 }
-ENGINE_FIXTURES = ("shared_vllm_engine", "served_model")
 # The files that take longest (each run prints its slowest tests), started right after the groups and longest first,
 # so that neither worker ends the run on one of them while the other has nothing left.
 LONG_FILES = ("tests/test_tool_pairs.py", "tests/test_tool_sft.py", "tests/test_packaging.py",
@@ -281,7 +286,7 @@ def work_unit(nodeid: str) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
-    stray = [i.nodeid for i in items if set(ENGINE_FIXTURES) & set(getattr(i, "fixturenames", ()))
+    stray = [i.nodeid for i in items if STOPS.keys() & set(getattr(i, "fixturenames", ()))
              and work_unit(i.nodeid) != "vllm"]
     if stray:
         raise pytest.UsageError(f"{stray[0]} uses the run's vLLM engine or server but is not in the vllm group of "
@@ -313,6 +318,24 @@ def pytest_configure(config):
         os.environ[WORKERS_ENV] = "1"
 
 
+def _wait_for_warm_up() -> None:
+    """scripts/test.sh compiles pooltool's numba functions in the background while pytest starts (the folder in
+    POOLBENCH_TEST_WARM_UP gets its exit code when done): the first test waits for it rather than compiling them
+    too, and a failed compile stops the run with its log."""
+    folder = os.environ.get("POOLBENCH_TEST_WARM_UP")
+    if not folder:
+        return
+    done, deadline = Path(folder) / "exit_code", time.monotonic() + 600
+    while not done.exists():
+        if time.monotonic() > deadline:
+            pytest.exit(f"scripts/test.sh's numba warm-up has not finished in 600 s; its log: {folder}/log", 3)
+        time.sleep(0.2)
+    code = done.read_text().strip()
+    if code != "0":
+        log = (Path(folder) / "log").read_text()[-3000:]
+        pytest.exit(f"scripts/test.sh's numba warm-up failed (exit {code}):\n{log}", 3)
+
+
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
@@ -326,29 +349,6 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False  # the collection's order: the groups first
     return WorkUnits(config, log)
-
-
-# The run's engine and server, each stopped after the last test that uses it: its memory and processes are not
-# held for the rest of the run.
-STOPS = {"shared_vllm_engine": _stop_engine, "served_model": _stop_server}
-_LAST_USER: dict[str, str] = {}  # fixture name -> the node id of its last user this run
-
-
-def _wait_for_warm_up() -> None:
-    """scripts/test.sh compiles pooltool's numba functions in the background while pytest starts (the folder in
-    POOLBENCH_TEST_WARM_UP gets its exit code when done): the first test waits for it rather than compiling them
-    too, and a failed compile stops the run with its log."""
-    folder = os.environ.get("POOLBENCH_TEST_WARM_UP")
-    if not folder:
-        return
-    done, deadline = Path(folder) / "exit_code", time.monotonic() + 600
-    while not done.exists():
-        if time.monotonic() > deadline:
-            pytest.exit(f"scripts/test.sh's numba warm-up has not finished in 600 s; its log: {folder}/log", 3)
-        time.sleep(0.2)
-    if done.read_text().strip() != "0":
-        log = (Path(folder) / "log").read_text()[-3000:]
-        pytest.exit(f"scripts/test.sh's numba warm-up failed (exit {done.read_text().strip()}):\n{log}", 3)
 
 
 def pytest_collection_finish(session):

@@ -13,11 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHOT = ("from poolbench_data.boards.generate import generate\n"
-        "from poolbench_data.core.physics import simulate\n"
-        "from poolbench_data.core.records import Shot\n"
-        "r = simulate(generate(1, base_seed=1)[0], Shot(phi=30.0, V0=3.0))\n"
-        "print(r.status, len(r.events), r.pocketed, r.final_positions)\n")
+SHOT = Path(__file__).with_name("one_shot.py")  # simulates a shot and prints its result
 
 
 @pytest.mark.slow
@@ -41,8 +37,8 @@ def test_wheel_installed_non_editable_builds_a_dataset(tmp_path):
     run(uv, "pip", "install", "-q", "--python", py, "--override", ROOT / "requirements" / "overrides.txt", wheel)
     where = run(py, "-c", "import poolbench_data; print(poolbench_data.__file__)")
     assert str(tmp_path / "venv") in where  # the wheel, not the checkout
-    cold = run(py, "-c", SHOT)  # the numba cache (NUMBA_CACHE_DIR) is empty: pooltool compiles here
-    assert cold.startswith("ok ") and run(py, "-c", SHOT) == cold  # the second process loads it from the cache
+    cold = run(py, SHOT)  # the numba cache (NUMBA_CACHE_DIR) is empty: pooltool compiles here
+    assert cold.startswith("ok ") and run(py, SHOT) == cold  # the second process loads it from the cache
     out = tmp_path / "ds"
     run(py, ROOT / "builders" / "build_dataset.py", "--output_dir", out, "--eval_n", "2", "--train_n", "0",
         "--workers", "1")

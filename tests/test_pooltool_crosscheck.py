@@ -5,7 +5,6 @@ cushion after first contact and nothing is potted (the 'rail' rule); the
 paper's metric does not. Everything else must agree.
 """
 
-
 from poolbench_data.core.physics import build_system, engine
 from poolbench_data.core.records import SOLIDS, Shot
 from poolbench_data.core.scoring import score
