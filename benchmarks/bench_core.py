@@ -13,14 +13,22 @@ from dataclasses import dataclass, field
 
 
 def overhead(scenarios, shots) -> tuple[float, float]:
+    """Seconds for the shots through pooltool's own simulate (its loop, its cushion model) and through ours."""
     import pooltool as pt
+    from pooltool.physics.resolve.ball_cushion.stronge_compliant import model
 
     from poolbench_data.core.physics import build_system, engine, simulate
 
-    t0 = time.perf_counter()
-    for s, shot in zip(scenarios, shots):
-        pt.simulate(build_system(s, shot), engine=engine(), max_events=1000)
-    raw = time.perf_counter() - t0
+    engine()  # installs the cushion model without its debug strings; raw pooltool runs its own
+    ours_model = model._solve
+    model._solve = getattr(ours_model, "__wrapped__", ours_model)
+    try:
+        t0 = time.perf_counter()
+        for s, shot in zip(scenarios, shots):
+            pt.simulate(build_system(s, shot), engine=engine(), max_events=1000)
+        raw = time.perf_counter() - t0
+    finally:
+        model._solve = ours_model
     t0 = time.perf_counter()
     for s, shot in zip(scenarios, shots):
         simulate(s, shot)
@@ -61,7 +69,7 @@ def bench(args: ScriptArguments) -> int:
     rows = [("new process: import + first simulate (s)", f"{cold_start_s():.2f}"),
             ("simulate: raw pooltool (ms/shot)", f"{1000 * raw / (3 * args.n):.2f}"),
             ("simulate: poolbench (ms/shot)", f"{1000 * ours / (3 * args.n):.2f}"),
-            ("simulate: overhead ratio", f"{ours / raw:.3f}")]
+            ("simulate: poolbench / raw", f"{ours / raw:.3f}")]
     for workers in (1, 2):
         t0 = time.perf_counter()
         runs = list(run_baselines(scenarios, DEFAULT_BASELINES, workers=workers, total=args.n, progress=False))

@@ -129,6 +129,53 @@ def test_time_numba_spends_compiling_is_not_simulation_time(board, monkeypatch):
     assert simulate(s, Shot(90.0, 8.0), timeout_s=1.0).status == "timeout"
 
 
+def test_the_shot_loop_matches_pooltools_own_bit_for_bit(benchmark_scenarios, monkeypatch):
+    # simulate() runs its own loop (a faster collision-cache invalidation) on pooltool's cushion model without
+    # its debug f-strings; pooltool's simulate with its own model must give the same result, event for event.
+    import numpy as np
+    from pooltool.evolution.event_based.simulate import simulate as pooltool_simulate
+    from pooltool.physics.resolve.ball_cushion.stronge_compliant import model
+
+    from poolbench_data.core.physics import build_system, engine, result_from_system
+
+    engine()
+    assert model._solve.__wrapped__ is not model._solve  # the copy is the one pooltool calls
+    rng = np.random.default_rng(11)
+    shots = [Shot(float(rng.uniform(0, 360)), float(rng.uniform(1, 12)), a=float(rng.uniform(-0.3, 0.3)),
+                  b=float(rng.uniform(-0.3, 0.3))) for _ in range(3)]
+    ours = [simulate(s, shot) for s in benchmark_scenarios[:8] for shot in shots]
+    monkeypatch.setattr(model, "_solve", model._solve.__wrapped__)
+    theirs = []
+    for s in benchmark_scenarios[:8]:
+        for shot in shots:
+            system = build_system(s, shot)
+            pooltool_simulate(system, engine=engine(), inplace=True, max_events=1000)
+            theirs.append(result_from_system(system, "ok"))
+    assert sum(len(r.cushion_contacts) for r in ours) > 50  # the cushion model ran
+    assert ours == theirs
+
+
+def test_the_cushion_debug_log_stays_when_it_is_on(monkeypatch):
+    import logging
+
+    from pooltool.physics.resolve.ball_cushion.stronge_compliant import model
+
+    from poolbench_data.core.physics import _drop_cushion_debug_strings, engine
+
+    engine()
+    original = model._solve.__wrapped__
+    monkeypatch.setattr(model, "_solve", original)
+    level = model.logger.level
+    try:
+        model.logger.setLevel(logging.DEBUG)
+        _drop_cushion_debug_strings()
+        assert model._solve is original
+    finally:
+        model.logger.setLevel(level)
+    _drop_cushion_debug_strings()
+    assert model._solve.__wrapped__ is original
+
+
 def test_scorer_is_pure_over_results():
     ev = (Event(0.0, "stick_ball", ("cue_stick", "cue")), Event(0.1, "ball_ball", ("cue", "11")),
           Event(0.3, "ball_pocket", ("11", "rt")), Event(0.5, "ball_pocket", ("3", "lt")))
