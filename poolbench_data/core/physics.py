@@ -22,7 +22,7 @@ from poolbench_data.core.records import (
 from poolbench_data.core.table import pooltool_table
 
 MAX_EVENTS = 1000  # storms seen upstream reach a few hundred events
-TIMEOUT_S = 20.0  # a normal 16-ball shot takes ~30 ms; break shots ~1.5 s
+TIMEOUT_S = 20.0  # a normal 16-ball shot takes ~20 ms; break shots ~1 s
 _SKIP = {"none"}  # pooltool's null bookkeeping events
 
 
