@@ -155,7 +155,7 @@ def test_the_shot_loop_matches_pooltools_own_bit_for_bit(benchmark_scenarios, mo
     assert ours == theirs
 
 
-def test_the_cushion_debug_log_stays_when_it_is_on(monkeypatch):
+def test_the_cushion_model_runs_as_shipped_with_its_debug_log_on_or_without_its_source(monkeypatch):
     import logging
 
     from pooltool.physics.resolve.ball_cushion.stronge_compliant import model
@@ -174,6 +174,14 @@ def test_the_cushion_debug_log_stays_when_it_is_on(monkeypatch):
         model.logger.setLevel(level)
     _drop_cushion_debug_strings()
     assert model._solve.__wrapped__ is original
+    monkeypatch.setattr(model, "_solve", original)
+
+    def no_source(obj):
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr("inspect.getsourcelines", no_source)
+    _drop_cushion_debug_strings()
+    assert model._solve is original  # the model as shipped
 
 
 def test_scorer_is_pure_over_results():

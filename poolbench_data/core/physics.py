@@ -37,9 +37,10 @@ def engine():
 
 def _drop_cushion_debug_strings() -> None:
     """pooltool's cushion model (Stronge, compliant) formats numpy arrays into f-strings for `logger.debug` at
-    every cushion hit, logged or not: a fifth of a typical shot's time. While that logger is off, the model runs a
-    copy compiled from pooltool's own source without those calls; the arithmetic is untouched, so every result is
-    the same bit for bit (tests/test_physics_scoring.py)."""
+    every cushion hit, logged or not: a fifth of a typical shot's time. When that logger is off as the engine is
+    built, the model runs a copy compiled from pooltool's own source without those calls; the arithmetic is
+    untouched, so every result is the same bit for bit (tests/test_physics_scoring.py). Where the source is not on
+    disk, the model runs as shipped."""
     import ast
     import inspect
     import logging
@@ -48,7 +49,10 @@ def _drop_cushion_debug_strings() -> None:
 
     if hasattr(model._solve, "__wrapped__") or model.logger.isEnabledFor(logging.DEBUG):
         return
-    lines, first = inspect.getsourcelines(model._solve)
+    try:
+        lines, first = inspect.getsourcelines(model._solve)
+    except (OSError, TypeError):
+        return
     tree = ast.parse("".join(lines))
     ast.increment_lineno(tree, first - 1)  # a traceback still points at pooltool's line
 
