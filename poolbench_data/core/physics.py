@@ -83,9 +83,10 @@ def build_system(scenario: Scenario, shot: Shot):
 
 
 def _run(system, max_events: int, timeout_s: float) -> str:
-    """pooltool's simulate loop with a wall-clock bound added. The bound leaves out the time numba spends
-    compiling or loading pooltool's code: with a cold cache a process's first shots compile for over 20 s on a
-    slow CPU, and counting that turned them into timeouts, so a result depended on the cache, not the shot."""
+    """pooltool's simulate loop with a wall-clock bound added (and its cache update in `_update_caches`). The bound
+    leaves out the time numba spends compiling or loading pooltool's code: with a cold cache a process's first shots
+    compile for over 20 s on a slow CPU, and counting that would turn them into timeouts, a result that depends on
+    the cache, not the shot."""
     from numba.core.event import TimingListener, install_listener
     from pooltool.evolution.event_based.simulate import _SimulationState
 
