@@ -136,7 +136,7 @@ def test_the_shot_loop_matches_pooltools_own_bit_for_bit(benchmark_scenarios, mo
     from pooltool.evolution.event_based.simulate import simulate as pooltool_simulate
     from pooltool.physics.resolve.ball_cushion.stronge_compliant import model
 
-    from poolbench_data.core.physics import build_system, engine, result_from_system
+    from poolbench_data.core.physics import MAX_EVENTS, build_system, engine, result_from_system
 
     engine()
     assert model._solve.__wrapped__ is not model._solve  # the copy is the one pooltool calls
@@ -149,7 +149,7 @@ def test_the_shot_loop_matches_pooltools_own_bit_for_bit(benchmark_scenarios, mo
     for s in benchmark_scenarios[:8]:
         for shot in shots:
             system = build_system(s, shot)
-            pooltool_simulate(system, engine=engine(), inplace=True, max_events=1000)
+            pooltool_simulate(system, engine=engine(), inplace=True, max_events=MAX_EVENTS)
             theirs.append(result_from_system(system, "ok"))
     assert sum(len(r.cushion_contacts) for r in ours) > 50  # the cushion model ran
     assert ours == theirs

@@ -113,7 +113,7 @@ def _update_caches(sim, event) -> None:
     if event.event_type not in sim.include:
         return
     sim.transition_cache.update(event)
-    moved = {event.ids[i] for i in event_type_to_ball_indices[event.event_type]}
+    moved = sim.collision_cache._get_invalid_ball_ids(event)
     for kind, times in sim.collision_cache.times.items():
         at = sorted(event_type_to_ball_indices.get(kind, ()))
         if len(at) == 1:
