@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPES = {"sft": "training/recipes/sft-smollm2-135m-cpu.yaml", "dpo": "training/recipes/smollm2-135m-cpu.yaml"}
+RECIPES = {"sft": "training/recipes/sft-smollm2-135m-cpu.yaml", "dpo": "training/recipes/dpo-smollm2-135m-cpu.yaml"}
 DEFAULT_SETTINGS = "sft,dpo"
 # flag -> the script arguments it sets (poolbench_data/finetune/common.py TrainScriptArguments, TRL's configs)
 FLAGS = {

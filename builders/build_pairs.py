@@ -29,7 +29,8 @@ class ScriptArguments(PushArguments):
                                "--samples K` on this split's boards: build the `pairs_tools` config from its "
                                "tool_calls.jsonl and llm_traces.jsonl instead of `pairs` (--sources is not used)."})
     # All four by default: on-policy pairs alone (and with at-cap) lower clean pots; the recovery and answer pairs
-    # say when to call. The tool-track command names its own sources (docs/results.md#the-preference-pairs).
+    # say when to call. The tool track's headline recipe (training/recipes/loop-tools-headline.yaml) names its own
+    # sources (docs/results.md#the-preference-pairs).
     tool_sources: str = field(default="tool-on-policy,tool-at-cap,tool-recovery,tool-answer", metadata={
         "help": "With --tool_eval_dir: comma-separated tool pair sources (tool-on-policy: every two samples of a "
                 "board that score differently, both sides the model's own; tool-at-cap: where the model called again "
@@ -38,12 +39,12 @@ class ScriptArguments(PushArguments):
                 "the model's potting answer after an open tool answer against a further call; tool-cap-answer (not a "
                 "default: DPO with it pots fewer): at the cap after a blocked report, the action against a further "
                 "call, the conversation continued with blocked calls to the cap where calls were left; tool-speed "
-                "(not a default; the tool-track command adds it): the model's final answer against the same answer at"
+                "(not a default; the headline recipe adds it): the model's final answer against the same answer at"
                 " another cue speed, the one that plays better on average over small aim and speed errors chosen "
                 "(pairs.speed; 9 simulations a speed); tool-cap-speed (not a default: "
                 "docs/results.md#preference-stages-from-the-same-tool-sft): the same for the answers at the call cap "
-                "after a closed report, most of them kicks; tool-call-again (not a default; the tool-track command "
-                "adds it): after a report with no open shot and calls left, the model's own further call in a thread "
+                "after a closed report, most of them kicks; tool-call-again (not a default; the headline recipe adds "
+                "it): after a report with no open shot and calls left, the model's own further call in a thread "
                 "that then potted, against the action the at-cap demonstrations write there. With both of those two, "
                 "each keeps as many pairs as the other; whatever the sources, the call-against-answer pairs are "
                 "trimmed to prefer either kind at most 3 times in 4: docs/results.md#the-preference-pairs)."})
@@ -78,15 +79,12 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.hub.update import write_config
     from poolbench_data.players.pool import resolve_workers
     from poolbench_data.pairs.text import SOURCES, build_pairs
+    from poolbench_data.pairs.sources import ALL_TOOL_SOURCES, check_sources
     from poolbench_data.report.provenance import provenance
 
-    from poolbench_data.pairs.tools import TOOL_SOURCES
-    from poolbench_data.pairs.further_call import CALL_AGAIN
-    from poolbench_data.pairs.speed import CAP_SPEED, SPEED
-
     # Both flags before any work, whichever config is built.
-    sources = _sources("--sources", args.sources, SOURCES)
-    tool_sources = _sources("--tool_sources", args.tool_sources, (*TOOL_SOURCES, SPEED, CAP_SPEED, CALL_AGAIN))
+    sources = check_sources("--sources", args.sources, SOURCES)
+    tool_sources = check_sources("--tool_sources", args.tool_sources, ALL_TOOL_SOURCES)
     if not 0 <= args.tool_min_level_gap <= 3:
         raise UserError(f"--tool_min_level_gap must be 0, 1, 2 or 3 (levels: unparseable 0, foul 1, legal contact "
                         f"2, legal pot 3); got {args.tool_min_level_gap}")
@@ -114,18 +112,6 @@ def build(args: ScriptArguments) -> None:
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}
     print(f"pairs/{args.split}: {counts[args.split]} pairs {by} from {len(scenarios)} scenarios")
     args.maybe_push(folder)
-
-
-def _sources(flag: str, value: str, available) -> list[str]:
-    """A comma-separated list of pair sources, each one of `available`; else one UserError naming the flag."""
-    from poolbench_data.core.errors import UserError
-
-    sources = [s for s in value.split(",") if s.strip()]
-    unknown = [s for s in sources if s not in available]
-    if not sources or unknown:
-        raise UserError(f"{flag} {value!r}: " + (f"unknown source(s) {unknown}" if unknown else "no source")
-                        + f"; give one or more of {','.join(available)}")
-    return sources
 
 
 def build_tool_pairs(args: ScriptArguments, folder, scenarios: list[dict], sources: list[str],

@@ -269,14 +269,15 @@ _LAST_USER: dict[str, str] = {}  # fixture name -> the node id of its last user 
 WORKER_GROUPS = {
     "vllm": ("tests/test_bad_input.py::test_a_terminated_eval_shuts_the_vllm_engine_down",
              "tests/test_eval_cli.py::", "tests/test_eval_failures.py::", "tests/test_llm_backends.py::",
-             "tests/test_readme_commands.py::", "tests/test_verifiers_env.py::"),
+             "tests/test_readme_commands.py::TestAsTyped::", "tests/test_verifiers_env.py::"),
     "ray": ("tests/test_ray.py::", "tests/test_bad_input.py::test_a_local_ray_instance_dies"),
 }
 # The files that take longest (each run prints its slowest tests), started right after the groups and longest first,
 # so that neither worker ends the run on one of them while the other has nothing left.
 LONG_FILES = ("tests/test_tool_pairs.py", "tests/test_tool_sft.py", "tests/test_packaging.py",
               "tests/test_install.py", "tests/test_sim_floor.py", "tests/test_lm_eval_task.py",
-              "tests/test_malformed_outputs.py", "tests/test_tools.py", "tests/test_training_cli.py")
+              "tests/test_malformed_outputs.py", "tests/test_tools.py", "tests/test_training_cli.py",
+              "tests/test_readme_commands.py")
 
 
 def work_unit(nodeid: str) -> str:

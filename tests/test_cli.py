@@ -26,3 +26,20 @@ def test_bad_arguments_are_refused(capsys):
     assert "unknown player" in capsys.readouterr().err
     assert main(["baseline", "--n", "0"]) == 2
     assert capsys.readouterr().err.strip() == "error: --n must be >= 1 (got 0)"
+
+
+def test_a_negative_field_reads_as_a_flag_and_its_opposite(tmp_path, capsys):
+    """A bool field named no_X is --no_X, undone by --X: never `--no-no_X`."""
+    with pytest.raises(SystemExit):
+        main(["baseline", "--help"])
+    text = capsys.readouterr().out
+    assert "--no_label, --label" in text and "no-no_" not in text and "--label turns it off" in text
+    config = tmp_path / "b.yaml"
+    config.write_text("no_label: true\n")
+    from poolbench_data.cli import build_parser
+    from poolbench_data.config import from_namespace
+    from poolbench_data.evaluation.baselines import BaselineConfig
+
+    parse = lambda *argv: from_namespace(BaselineConfig, build_parser().parse_args(["baseline", *argv]))  # noqa: E731
+    assert parse("--no_label").no_label and not parse("--config", str(config), "--label").no_label
+    assert parse("--config", str(config)).no_label and not parse().no_label

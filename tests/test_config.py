@@ -106,3 +106,66 @@ def test_help_shows_each_fields_help_and_default(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "first file" in text and "a folder (default: ()) (repeat the flag for more)" in text
     assert "how (default: 'a')" in text and "{a,b}" in text
+
+
+# A settings file that is no plain `field: value` list: each is refused in one line naming the file and the fix.
+REFUSED = {
+    "alias": (b"n: &a 3\nrate: *a\n", "anchor or alias (line 1)"),
+    "merge-key": (b"base: &b {n: 3}\n<<: *b\n", "anchor or alias"),
+    "duplicate-key": (b"n: 3\nrate: 1\nn: 4\n", "gives 'n' twice (line 3); keep one"),
+    "not-utf8": (b"dataset_dir: caf\xe9\n", "is not UTF-8 text (byte 0xe9 at offset 16)"),
+    "long-value": (b"n: " + b"x" * 100_000 + b"\n", "n is 'xxxx"),
+    "long-key": (b"? " + b"k" * 100_000 + b"\n: 1\n", "unknown setting 'kkkk"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_config_file_that_is_not_plain_settings_is_refused_in_a_short_line(tmp_path, case):
+    text, words = REFUSED[case]
+    path = tmp_path / "a.yaml"
+    path.write_bytes(text)
+    with pytest.raises(UserError) as refused:
+        parse(Args, ["--config", str(path)])
+    message = str(refused.value)
+    assert message.startswith(f"--config {path}") and words in message and len(message) < 300, message[:500]
+
+
+def test_a_folder_and_a_second_config_are_named(tmp_path, capsys):
+    with pytest.raises(UserError, match=f"--config {tmp_path} is a folder; give a YAML file"):
+        parse(Args, ["--config", str(tmp_path)])
+    (tmp_path / "a.yaml").write_text("n: 3\n")
+    (tmp_path / "b.yaml").write_text("n: 4\n")
+    with pytest.raises(SystemExit) as done:
+        parse(Args, ["--config", str(tmp_path / "a.yaml"), "--config", str(tmp_path / "b.yaml")], prog="args")
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and len(err.strip().splitlines()) == 1 and "--config: given twice" in err, err
+
+
+def test_nested_aliases_are_refused_before_they_expand(tmp_path):
+    """The billion laughs at the real command line: nine levels of nine aliases in a setting's value is ~400
+    bytes that the type error would print as 9**9 items; here six levels (531,441 items, megabytes printed),
+    and the refusal is one short line, exit 2."""
+    import subprocess
+    import sys
+
+    levels = ['&a0 ["x","x","x","x","x","x","x","x","x"]']
+    levels += [f"&a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 6)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("out: [" + ", ".join(levels) + "]\n")
+    done = subprocess.run([sys.executable, "-m", "poolbench_data.cli", "score", "traces.jsonl", "--config", str(bomb)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and len(done.stderr) < 300, done.stderr[:500]
+    assert done.stderr.startswith(f"error: --config {bomb} uses a YAML anchor or alias (line 1)"), done.stderr[:500]
+
+
+def test_an_error_quoting_a_huge_value_prints_one_bounded_line_with_its_fix(tmp_path, capsys):
+    """A check that quotes what it refuses (here `--players`' unknown names, from a --config file) may quote
+    megabytes: the line keeps its start and its fix, and drops the middle."""
+    from poolbench_data.cli import main
+
+    path = tmp_path / "b.yaml"
+    path.write_text("players: " + "z" * 100_000 + "\n")
+    assert main(["baseline", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err) < 1100 and len(err.strip().splitlines()) == 1, len(err)
+    assert err.startswith("error: --players: unknown player") and err.strip().endswith("random"), err

@@ -4,13 +4,15 @@
   a script under builders/, training/, benchmarks/ or analysis/, `lm_eval`, `inspect eval`) is handed to that
   entry point's own parser (tests/entry_parsers.py builds them as the entry points do; lm-eval's from its
   HarnessCLI): an unknown or abbreviated flag, a value of the wrong type or not a choice, a subcommand or
-  script that does not exist, a recipe that is missing or holds an unknown key, fails. The loop's
-  --extra_<stage>_args are checked against the script their help names. Inline `code` that starts with an
-  entry point has its flag names checked the same way (its values may be placeholders).
+  script that does not exist, a recipe (TRL's or the loop's) that is missing or holds an unknown key, fails.
+  The loop's --extra_<stage>_args are checked against the script their help names, and no documented command
+  uses them. Inline `code` that starts with an entry point has its flag names checked the same way (its values
+  may be placeholders).
 - Every relative link and image resolves: the file exists, and a #anchor names a heading of the target.
-- Every Python block of README.md runs, on its own tiny board counts, in a folder holding a small dataset
-  built by the real builder; the one server a snippet names is a loopback stand-in answering the Oracle's
-  action.
+- Every Python block of README.md runs as a user runs it, saved as a file (`python snippet.py`) and piped in
+  (`python - < snippet.py`), with no `if __name__ == "__main__":` guard and the baselines in two worker
+  processes: on its own tiny board counts, in a folder holding a small dataset built by the real builder; the
+  one server a snippet names is a loopback stand-in answering the Oracle's action.
 Each failure names the file and line. test_a_drifted_doc_fails feeds altered text through the same checks."""
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ import argparse
 import contextlib
 import functools
 import io
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -190,6 +195,19 @@ def _recipe(parser, args: list[str], name: str) -> tuple[list[str], str | None]:
     return rest, None
 
 
+def _settings(parser, args: list[str]) -> str | None:
+    """A project entry point's --config file (the loop's recipe), read as the entry point reads it: the file
+    exists and each setting is a field of the right type."""
+    from poolbench_data.config import read_yaml
+    from poolbench_data.core.errors import UserError
+
+    try:
+        read_yaml(str(REPO / args[args.index("--config") + 1]), parser.config_class)
+    except UserError as e:
+        return str(e).replace(f"{REPO}/", "")
+    return None
+
+
 def _tasks(args: list[str]) -> str | None:
     """lm_eval's --tasks: each poolbench task it names is one the package's task folder defines."""
     import yaml
@@ -241,6 +259,8 @@ def check_command(words: list[str], names_only: bool = False) -> list[str]:
     if kind == "script" and is_trl_script(load_script(label)):
         args, problem = _recipe(parser, args, name)
         problems += [problem] if problem else []
+    elif getattr(parser, "config_class", None) and "--config" in args[:-1] and not names_only:
+        problems += [p for p in [_settings(parser, args)] if p]
     if kind == "lm_eval":
         problems += [p for p in [_tasks(args)] if p]
     given = _flags(parser, args)
@@ -399,21 +419,33 @@ def oracle_server(source: str):
         yield url, server
 
 
-@pytest.mark.slow  # builds a dataset and plays the baselines: tens of seconds
+# How a user runs a README block: the arguments after the interpreter, and whether the block goes in on stdin.
+RUNS = {"file": (lambda script: [script.name], False), "stdin": (lambda script: ["-"], True)}
+
+
+@pytest.mark.slow  # builds a dataset; each run starts Python and plays the baselines in worker processes
+@pytest.mark.parametrize("how", RUNS)
 @pytest.mark.parametrize("start, source", [pytest.param(start, source, id=f"README.md:{start}")
                                            for start, source in python_blocks((REPO / "README.md").read_text())])
-def test_every_python_block_of_the_readme_runs(start, source, readme_folder, monkeypatch):
-    monkeypatch.chdir(readme_folder)
-    with oracle_server(source) as (url, server):
-        code = compile("\n" * (start - 1) + source.replace(SERVER_URL, url), "README.md", "exec")
-        try:
-            exec(code, {"__name__": "readme"})
-        except Exception as e:  # noqa: BLE001 - any failure of a snippet is the README's, at its line
-            import traceback
+def test_every_python_block_of_the_readme_runs_as_a_script(start, source, how, readme_folder):
+    """The block as a plain script, no `__main__` guard: the process pool (and any process a library call
+    starts) must not run the script again in its children, nor look for a file named `<stdin>`. Two workers, as
+    on any machine with two cores (the test runner's own POOLBENCH_WORKERS=1 would play in this process)."""
+    from poolbench_data.players.pool import WORKERS_ENV
 
-            line = next((f.lineno for f in reversed(traceback.extract_tb(e.__traceback__))
-                         if f.filename == "README.md"), start)
-            pytest.fail(f"README.md:{line}: {type(e).__name__}: {e}")
+    args, piped = RUNS[how]
+    with oracle_server(source) as (url, server):
+        script = readme_folder / f"readme_{start}.py"  # blank lines first: a traceback names README's line
+        script.write_text("\n" * (start - 1) + source.replace(SERVER_URL, url))
+        done = subprocess.run([sys.executable, *args(script)], cwd=readme_folder, capture_output=True, text=True,
+                              input=script.read_text() if piped else None, timeout=600,
+                              env={**os.environ, WORKERS_ENV: "2"})
+    if done.returncode:
+        lines = re.findall(rf'File "(?:[^"]*/)?(?:{re.escape(script.name)}|<stdin>)", line (\d+)', done.stderr)
+        error = re.findall(r"^[\w.]+(?:Error|Exception|Pool|Exit)\b.*", done.stderr, re.M) or [
+            f"exit {done.returncode}"]
+        pytest.fail(f"README.md:{lines[-1] if lines else start}: {error[-1]} (python {' '.join(args(script))})\n"
+                    f"{done.stderr[-3000:]}")
     assert SERVER_URL not in source or server.requests, "the snippet never reached the server it names"
 
 
@@ -425,14 +457,13 @@ def _first_line(text: str, word: str) -> int:
 
 
 def test_a_drifted_doc_fails():
-    """The same checks on altered text: a renamed flag, a value of the wrong type, a flag handed on by the loop,
-    a script that does not exist, a dead link and a dead anchor each fail, naming the file and line."""
+    """The same checks on altered text: a renamed flag, a value of the wrong type, a loop recipe that does not
+    exist, a script that does not exist, a dead link and a dead anchor each fail, naming the file and line."""
     readme = (REPO / "README.md").read_text()
     assert not check_commands(readme, "README.md")
     for old, new, words in [("--train_n 400", "--train_boards 400", "--train_boards is not a flag"),
                             ("--samples 4", "--samples four", "invalid int value: 'four'"),
-                            ("--tool_demo_order listed", "--tool_demo_orders listed",
-                             "--extra_sft_data_args: builders/build_sft.py: --tool_demo_orders"),
+                            ("loop-tools-headline.yaml", "loop-tools-best.yaml", "loop-tools-best.yaml: no such file"),
                             ("--tasks poolbench", "--tasks poolbench_everything", "poolbench_everything not defined"),
                             ("training/sft.py", "training/sft_v2.py", "training/sft_v2.py: no such script"),
                             ("sft-smollm2-135m-cpu.yaml", "sft-smollm2-1b.yaml", "no such file")]:
@@ -450,6 +481,25 @@ def test_a_drifted_doc_fails():
         problems = set(check_links(drifted, path, "README.md")) - set(check_links(readme, path, "README.md"))
         assert any(p.startswith(f"README.md:{_first_line(drifted, new)}:") and words in p for p in problems), (
             old, problems)
+
+
+NESTED = re.compile(r"--extra_\w+_args[= ]+\S")  # a loop flag whose value is another script's flags
+
+
+def test_no_documented_command_hands_flags_on_inside_a_string():
+    """Every setting of a documented command is a flag or recipe field of its own (the tool track's headline:
+    training/recipes/loop-tools-headline.yaml), never another script's flags inside --extra_<stage>_args."""
+    found = []
+    for path in DOCS:
+        text = path.read_text()
+        lines = [(n, line) for _, start, body in fences(text) for n, line in shell_lines(start, body)]
+        lines += [(n, span) for n, line in prose(text) for span in INLINE.findall(line)]
+        found += [f"{path.relative_to(REPO)}:{n}: {line}" for n, line in lines if NESTED.search(line)]
+    for path in [*(REPO / "training").rglob("*.py"), *(REPO / "training" / "recipes").glob("*.yaml"),
+                 *(REPO / "builders").glob("*.py"), *(REPO / "analysis").glob("*.py")]:
+        found += [f"{path.relative_to(REPO)}:{n}: {line}" for n, line in enumerate(path.read_text().splitlines(), 1)
+                  if NESTED.search(line) or re.match(r"\s*extra_\w+_args\s*:", line)]
+    assert not found, found
 
 
 def test_a_flag_renamed_in_the_code_fails_the_docs_that_name_it(monkeypatch):

@@ -32,7 +32,7 @@ from safetensors.torch import load_file  # noqa: E402
 from poolbench_data.checks.pairs import PairsFormatError, check_pairs  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-CPU_RECIPE = REPO / "training" / "recipes" / "smollm2-135m-cpu.yaml"
+CPU_RECIPE = REPO / "training" / "recipes" / "dpo-smollm2-135m-cpu.yaml"
 
 
 def _load_dpo_script():

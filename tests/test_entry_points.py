@@ -28,7 +28,7 @@ TRAINING = ["training/sft.py", "training/dpo.py", "training/grpo.py"]
 # What each of the project's own text flags holds, and so which values are wrong for it (KIND_VALUES). A new
 # text flag must be added here: the walk fails on a flag it cannot classify.
 KINDS = {
-    "input": ["--eval_dir", "--pilot_json", "--trainer_state", "--responses", "--dataset_dir", "--tool_eval_dir",
+    "input": ["--eval_dir", "--pilot_json", "--baselines_json", "--trainer_state", "--responses", "--dataset_dir", "--tool_eval_dir",
               "--shards_dir", "--sft_recipe", "--dpo_recipe",
               "--tools_sft_recipe", "--tools_dpo_recipe", "--grpo_recipe", "--tool_chat_template", "--spread_from"],
     "model": ["--model", "--free_text_model"],  # a folder, or a Hub id (owner/name)
@@ -54,14 +54,17 @@ KIND_VALUES = {
 VALID = {
     **{(e, f, ""): "'' is the documented default" for e, f in [
         ("training/loop.py", "--work_dir"), ("training/loop.py", "--stages"), ("training/loop.py", "--results_json"),
+        ("training/loop.py", "--tool_demo_order"), ("training/loop.py", "--tool_demo_speeds"),
+        ("training/loop.py", "--tool_sources"),
         ("poolbench eval", "--categories"), ("poolbench eval", "--output_path"),
         ("poolbench eval", "--dataset_dir"), ("poolbench eval", "--responses"), ("poolbench eval", "--eval_results"),
         ("poolbench score", "--out"), ("poolbench compare", "--out"),
         ("poolbench rounding", "--out"), ("poolbench baseline", "--out"), ("builders/build_dataset.py", "--shard"),
-        ("builders/build_pairs.py", "--tool_eval_dir"), ("builders/build_sft.py", "--tool_demo_speeds"),
+        ("builders/build_pairs.py", "--tool_eval_dir"),
         ("training/grpo.py", "--spread_from"),
         ("poolbench figures", "--eval_dir"),
-        ("poolbench figures", "--board"), ("poolbench figures", "--trainer_state")]},
+        ("poolbench figures", "--board"), ("poolbench figures", "--trainer_state"),
+        ("poolbench figures", "--baselines_json")]},
 }
 
 
@@ -179,7 +182,7 @@ def _base(label: str, inputs: dict, tmp: Path) -> tuple[list[str], list[str]]:
         "benchmarks/bench_suite.py": ([], ["--commits", "HEAD", "--json", str(tmp / "suite.json")]),
         "training/sft.py": ([], ["--config", str(REPO / "training/recipes/sft-smollm2-135m-cpu.yaml"),
                                  "--dataset_name", data, "--output_dir", str(tmp / "o")]),
-        "training/dpo.py": ([], ["--config", str(REPO / "training/recipes/smollm2-135m-cpu.yaml"),
+        "training/dpo.py": ([], ["--config", str(REPO / "training/recipes/dpo-smollm2-135m-cpu.yaml"),
                                  "--dataset_name", data, "--output_dir", str(tmp / "o")]),
         "training/grpo.py": ([], ["--config", str(REPO / "training/recipes/grpo-tools-smollm2-135m-cpu.yaml"),
                                   "--model_name_or_path", "embedded", "--dataset_name", data, "--tool_chat_template",

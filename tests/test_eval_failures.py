@@ -225,7 +225,11 @@ def test_rescoring_stored_failures_keeps_them_failures(tmp_path, capsys):
                                           "raw_response": t, "temperature": 0.2}) + "\n"
                               for s, t in zip(generate(2), texts)))
     assert main(["score", str(traces), "--out", str(tmp_path / "a")]) == 1
-    assert "1 of 2 shots of m got no response (missing: 1)" in capsys.readouterr().err
+    said = capsys.readouterr()
+    assert "1 of 2 shots of m got no response (missing: 1)" in said.err
+    # Where it writes, first: a default --out is a folder the user never named (TRACES' folder + _rescored).
+    assert said.out.splitlines()[0] == (f"re-scoring 2 responses of m from {traces}; the report goes to "
+                                        f"{tmp_path / 'a'}/")
     assert main(["score", str(traces), "--out", str(tmp_path / "b"), "--max_failed_share", "0.5"]) == 0
     report = (tmp_path / "b" / "report.txt").read_text()
     assert "its rates count its 1 answered shots only" in report

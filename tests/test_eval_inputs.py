@@ -129,3 +129,37 @@ def test_few_shot_examples_refuse_a_count_out_of_range():
     for k in (-1, MAX_FEW_SHOT + 1, 1.5, True):
         with pytest.raises(ValueError, match="few_shot="):
             few_shot_examples(k)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("model, hub, words", [
+    ("a" * 300, "offline", "(300 characters) is too long for a local folder's name and for a Hub id"),
+    ("someone/no-such-model", "offline", "does not exist as a local folder nor as a Hub model in the local cache"),
+    ("someone/no-such-model", "unreachable", "is neither a local folder nor in the local Hugging Face cache, and the "
+                                             "Hub (http://127.0.0.1:{port}) cannot be reached"),
+])
+def test_a_model_that_cannot_load_is_named_before_any_work(tmp_path, model, hub, words):
+    """A --model too long for a path, or a Hub id neither in the local cache nor fetchable (offline, or the Hub
+    unreachable), is one line naming --model, before the baselines run (not vLLM's retries and traceback)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "cache")}
+    if hub == "unreachable":  # online, with nothing listening where the Hub should be
+        port = _free_port()
+        env.pop("HF_HUB_OFFLINE", None)
+        env["HF_ENDPOINT"], words = f"http://127.0.0.1:{port}", words.replace("{port}", str(port))
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "poolbench_data.cli", "eval", "--model", model, "--n", "1",
+                           "--out", str(out)], env=env, capture_output=True, text=True, timeout=120)
+    err = proc.stderr.strip()
+    assert proc.returncode == 2 and err.startswith("error: --model=") and words in err, err
+    assert len(err.splitlines()) == 1 and not out.exists()

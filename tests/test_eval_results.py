@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shlex
 from types import SimpleNamespace
 
 import pytest
@@ -15,8 +16,9 @@ from poolbench_data.boards.generate import generate
 from poolbench_data.cli import main
 from poolbench_data.evaluation.outputs import condition
 from poolbench_data.players import oracle
-from poolbench_data.protocol.prompts import format_action
+from poolbench_data.protocol.prompts import format_action, user_prompt
 from poolbench_data.report.eval_results import HEADLINE, benchmark, check_benchmark, check_entries
+from test_experiments import recording_server
 
 # The Hub documentation's own examples (docs/hub/eval-results.md): the full entry and the required-only one.
 HUB_FULL = """
@@ -104,17 +106,45 @@ def _answers(tmp_path, n: int) -> str:
     return str(stored)
 
 
-def test_eval_writes_the_model_s_headline_metrics_for_the_hub(tmp_path, capsys):
+def _oracle_on_even_boards(n: int):
+    """A served model: the Oracle's answer on even boards, a non-answer on odd ones."""
+    boards = {user_prompt(s): (k, s) for k, s in enumerate(generate(n))}
+
+    def reply(messages):
+        k, s = boards[messages[1]["content"]]
+        return format_action(oracle(s).shot, s) if k % 2 == 0 else "pass"
+
+    return reply
+
+
+@pytest.mark.slow
+def test_the_hub_file_holds_the_headline_metrics_and_no_secret_or_local_path(tmp_path, capsys):
+    """The --eval_results file is meant to be published: it holds the model's headline metrics, no credential of
+    --base_url (nor does any other output) and no place on this machine (the model, served from a local folder,
+    is named by --name). Its command, and results.json's, are shell-quoted: they split back into the flags given.
+    An earlier file is replaced with --overwrite."""
+    model_dir = tmp_path / "models" / "merged"
+    model_dir.mkdir(parents=True)
     out, hub = tmp_path / "run", tmp_path / "hub"
-    argv = ["eval", "--backend", "replay", "--responses", _answers(tmp_path, 4), "--name", "m", "--n", "4",
-            "--baselines", "random", "--boards", "0", "--quiet", "--out", str(out), "--eval_results", str(hub),
-            "--eval_results_dataset", "someone/poolbench"]
-    assert main(argv) == 0
-    assert f"eval results: {hub / 'poolbench.yaml'}" in capsys.readouterr().out
+    hub.mkdir()
+    (hub / "poolbench.yaml").write_text("# an earlier run's\n")
+    with recording_server(_oracle_on_even_boards(4)) as (url, server):
+        server.model = str(model_dir)  # vLLM serves a model folder by its path
+        argv = ["eval", "--backend", "openai", "--base_url", url.replace("//", "//user:PASSWORD@") + "?api_key=SECRET",
+                "--model", str(model_dir), "--name", "my model", "--n", "4", "--baselines", "random", "--boards", "0",
+                "--quiet", "--out", str(out), "--output_path", str(tmp_path / "lm"), "--log_samples",
+                "--eval_results", str(hub), "--overwrite", "--eval_results_dataset", "someone/poolbench"]
+        assert main(argv) == 0
+    printed = capsys.readouterr()
+    assert f"eval results: {hub / 'poolbench.yaml'}" in printed.out
+    for where, data in [("stdout", printed.out.encode()), ("stderr", printed.err.encode()),
+                        *((p, p.read_bytes()) for p in tmp_path.rglob("*") if p.is_file())]:
+        assert b"PASSWORD" not in data and b"SECRET" not in data, where
     text = (hub / "poolbench.yaml").read_text()
+    assert str(tmp_path) not in text and "merged" not in text
     doc = check_entries(yaml.safe_load(text))
     assert [e["dataset"] for e in doc] == [{"id": "someone/poolbench", "task_id": m} for m in HEADLINE]
-    summary = json.loads((out / "summary.json").read_text())["summary"]["m"]["overall"]
+    summary = json.loads((out / "summary.json").read_text())["summary"]["my model"]["overall"]
     for e in doc:
         rate = summary[e["dataset"]["task_id"]]
         assert e["value"] == round(rate["k"] / rate["n"], 4) and rate["n"] == 4
@@ -122,13 +152,21 @@ def test_eval_writes_the_model_s_headline_metrics_for_the_hub(tmp_path, capsys):
 
     notes = doc[0]["notes"]
     assert notes.startswith("free text; 4 answers on 4 boards of seed 0")
-    assert f"poolbench-data {__version__}: poolbench eval --name m" in notes
-    assert all(flag in notes for flag in ("--backend replay", "--n 4", "--eval_results_dataset someone/poolbench"))
+    shown_url = url.replace("//", "//***@") + "?api_key=***"
+    assert shlex.split(notes.split(f"poolbench-data {__version__}: ", 1)[1]) == [
+        "poolbench", "eval", "--model", "my model", "--name", "my model", "--backend", "openai", "--base_url",
+        shown_url, "--n", "4", "--seed", "0", "--baselines", "random", "--boards", "0", "--quiet",
+        "--eval_results_dataset", "someone/poolbench"]
     assert doc[0]["source"] == {"url": "https://huggingface.co/datasets/someone/poolbench",
                                 "name": f"poolbench-data {__version__} (poolbench eval)"}
     assert dt.datetime.fromisoformat(doc[0]["date"]).tzinfo is not None
-    assert text.startswith("# PoolBench results of m for the Hub")
+    assert text.startswith("# PoolBench results of my model for the Hub")
     assert summary["legal_contact"]["k"] >= 1  # the Oracle's answers were scored, not only the non-answers
+    recorded = json.loads((out / "results.json").read_text())["command"]  # this machine's: its paths too
+    command = shlex.split(recorded)
+    assert command[:6] == ["poolbench", "eval", "--model", str(model_dir), "--name", "my model"]
+    assert command[command.index("--base_url") + 1] == shown_url and "--overwrite" in command
+    assert json.loads((tmp_path / "lm" / "results_my model.json").read_text())["config"]["command"] == recorded
 
 
 @pytest.mark.parametrize("flag, value, names", [
@@ -147,6 +185,35 @@ def test_bad_eval_results_flags_stop_the_run_before_any_work(tmp_path, capsys, f
     err = capsys.readouterr().err.strip()
     assert names in err and len(err.splitlines()) == 1
     assert not (tmp_path / "run").exists() and not (tmp_path / "hub").exists() and a_file.read_text() == "keep"
+
+
+@pytest.mark.parametrize("there, flags, names", [
+    ("file", ["--eval_results", "{hub}"], "--eval_results {hub} already holds poolbench.yaml; pass --overwrite to "
+                                          "replace it"),
+    ("folder", ["--eval_results", "{hub}"], "--eval_results {hub}: poolbench.yaml there is a folder"),
+    (None, ["--eval_results", "/proc/poolbench/hub"], "--eval_results /proc/poolbench/hub"),
+    (None, ["--overwrite"], "--overwrite is read only with --eval_results"),
+])
+def test_an_eval_results_file_it_would_replace_or_cannot_write_stops_the_run_before_any_work(tmp_path, capsys, there,
+                                                                                            flags, names):
+    """A poolbench.yaml already there is kept unless --overwrite (the dataset folders' rule); a folder by its name
+    or a place no file can be made is named before the baselines run, not after the whole evaluation."""
+    hub = tmp_path / "hub"
+    if there == "file":
+        hub.mkdir()
+        (hub / "poolbench.yaml").write_text("keep")
+    elif there == "folder":
+        (hub / "poolbench.yaml").mkdir(parents=True)
+    flags, names = [f.replace("{hub}", str(hub)) for f in flags], names.replace("{hub}", str(hub))
+    argv = ["eval", "--backend", "replay", "--responses", _answers(tmp_path, 2), "--name", "m", "--n", "2",
+            "--quiet", "--out", str(tmp_path / "run"), *flags]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert names in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "run").exists()
+    assert sorted(p.name for p in hub.rglob("*")) == ([] if there is None else ["poolbench.yaml"])
+    if there == "file":
+        assert (hub / "poolbench.yaml").read_text() == "keep"
 
 
 @pytest.fixture(scope="module")

@@ -208,3 +208,116 @@ def test_the_inputs_a_real_run_writes_are_drawn(tmp_path, capsys):
                  f"sft={state}", "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["before_after.png", "board_pair.png", "table1.png",
                                                      "training_curves.png"]
+
+
+# The baselines JSON is read by the reader of summary.json (read_summary_file): each key missing and the root's
+# wrong types are enough to show it names its own flag and file.
+BASELINES_CASES = [c for c in _mutations("summary", SUMMARY) if c[0].endswith(":missing") or ":root=" in c[0]]
+
+
+@pytest.mark.parametrize("case, name, doc", BASELINES_CASES, ids=[c[0] for c in BASELINES_CASES])
+def test_a_broken_baselines_json_is_one_line_naming_the_flag_and_file(tmp_path, capsys, case, name, doc):
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(doc))
+    assert main(["figures", "--baselines_json", str(path), "--out", str(tmp_path / "figs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"--baselines_json {path}" in err and "poolbench baseline" in err, err
+    assert not (tmp_path / "figs").exists()
+
+
+def test_baselines_beside_a_pilot_must_be_of_its_boards(tmp_path, capsys):
+    """The Oracle's ceiling comes from --baselines_json only where it played the pilot's boards: the same n, and
+    every baseline both files hold with the same counts; else one line naming both flags, nothing drawn."""
+    from poolbench_data.report.figure_inputs import read_inputs
+
+    base = REPO / "docs/results/baselines_200_boards.json"
+    pilot = REPO / "docs/results/tool_track_smollm2_135m_cpu.json"
+    inputs = read_inputs(pilot_json=str(pilot), baselines_json=str(base))
+    oracle = json.loads(base.read_text())["summary"]["oracle"]["overall"]
+    assert inputs.ceiling == {m: (oracle[m]["k"], 200) for m in ("legal_contact", "own_potted", "clean_pot")}
+    assert sorted(inputs.summary) == ["heuristic", "heuristic-centre", "oracle", "oracle-kick", "random"]
+    doc = json.loads(pilot.read_text())
+    other = tmp_path / "pilot.json"
+    for changed, words in (({"random": {**doc["random"], "clean_pot": 11}}, "random's clean_pot is 10 of 200 in one, "
+                                                                              "11 of 200"),
+                           ({"n": 400, "random": None, "heuristic_centre": None, "heuristic_potpoint": None},
+                            f"its Oracle played 200 boards and the pilot of --pilot_json {other} 400")):
+        other.write_text(json.dumps({**doc, **changed}))
+        assert main(["figures", "--pilot_json", str(other), "--baselines_json", str(base), "--out",
+                     str(tmp_path / "figs")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and words in err and "--baselines_json" in err, err
+        assert not (tmp_path / "figs").exists()
+    # A pilot that played the Oracle itself draws its own ceiling.
+    own = {**doc, "oracle": {"legal_contact": 1, "own_potted": 2, "clean_pot": 3}}
+    other.write_text(json.dumps(own))
+    assert read_inputs(pilot_json=str(other), baselines_json=str(base)).ceiling == {
+        "legal_contact": (1, 200), "own_potted": (2, 200), "clean_pot": (3, 200)}
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--eval_dir", "E", "--baselines_json", "B"], "--eval_dir and --baselines_json both draw table1.png"),
+    (["--board", "pb0-x"], "--board 'pb0-x' is not a generated board's id"),
+    (["--board", f"pb{2**63}-000001"], "is not a generated board's id"),
+    (["--pilot_json", "P"], "\"after_model\" is 1, not text"),
+    (["--pilot_json", "P2"], "\"demonstrations\" is \"400\", not a count (or null)"),
+    (["--pilot_json", "P3"], "'oracle''s clean_pot is 300, not a count from 0 to n=10"),
+])
+def test_figure_flag_mistakes_are_one_line(tmp_path, capsys, args, words):
+    files = {"E": tmp_path / "eval", "B": tmp_path / "b.json", "P": tmp_path / "p.json", "P2": tmp_path / "p2.json",
+             "P3": tmp_path / "p3.json"}
+    files["E"].mkdir()
+    files["P"].write_text(json.dumps({**PILOT, "after_model": 1}))
+    files["P2"].write_text(json.dumps({**PILOT, "demonstrations": "400"}))
+    files["P3"].write_text(json.dumps({**PILOT, "oracle": {**PILOT["sft"], "clean_pot": 300}}))
+    assert main(["figures", *[str(files.get(a, a)) for a in args], "--out", str(tmp_path / "figs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and words in err, err
+    assert not (tmp_path / "figs").exists()
+
+
+def test_a_model_is_named_by_itself_not_by_its_folder(tmp_path):
+    """`poolbench eval` without --name names a model by its model card, a training run's merged/ by the run,
+    never "merged"; a folder named for its model and a Hub id keep their names."""
+    from poolbench_data.llm.model import model_name
+
+    run = tmp_path / "runs" / "sft"
+    for folder in (run / "merged", run / "checkpoint-40", tmp_path / "SmolLM2-135M-Instruct"):
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+    assert model_name(str(run / "merged")) == "sft"
+    assert model_name(str(run / "checkpoint-40")) == "sft-checkpoint-40"
+    (run / "README.md").write_text("---\nbase_model: HuggingFaceTB/SmolLM2-135M-Instruct\nmodel_name: smol-sft\n"
+                                   "tags:\n- trl\n---\n\n# Model Card\n")
+    assert model_name(str(run / "merged")) == "smol-sft"
+    (run / "merged" / "README.md").write_text("---\nmodel_name: smol-tool-sft\n---\n")
+    assert model_name(str(run / "merged")) == "smol-tool-sft"
+    (run / "merged" / "README.md").write_text("---\nmodel_name: [not, a, name]\n---\n")  # a card without one
+    assert model_name(str(run / "merged")) == "smol-sft"
+    assert model_name(str(tmp_path / "SmolLM2-135M-Instruct")) == "SmolLM2-135M-Instruct"
+    assert model_name("Qwen/Qwen2.5-7B-Instruct") == "Qwen2.5-7B-Instruct"
+
+
+def test_the_loop_s_scaling_table_counts_its_own_boards_and_names_the_sft_count(tmp_path):
+    """training/loop.py's table says the shots its counts are of (not 50 whatever --eval_n) and labels the final
+    SFT model by the examples it saw."""
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.llm.player import EvalSettings, evaluate_model, llm_trace_rows
+    from poolbench_data.llm.replay import ReplayBackend
+    from poolbench_data.players import oracle
+    from poolbench_data.protocol.prompts import format_action
+    from poolbench_data.report.pilot import BATCH_RECORD, scaling_table
+
+    boards = generate(3)
+    settings = EvalSettings(model="m", backend="replay")
+    work = tmp_path / "work"
+    for name, texts in (("before", ["no idea"] * 3), ("sft", [format_action(oracle(s).shot, s) for s in boards])):
+        recs, _ = evaluate_model(boards, ReplayBackend([[t] for t in texts]), settings, player=name, progress=False)
+        (work / name).mkdir(parents=True)
+        (work / name / "llm_traces.jsonl").write_text("".join(json.dumps(r) + "\n"
+                                                              for r in llm_trace_rows(recs, {}, settings)))
+    (work / "sft" / "trainer_state.json").write_text(json.dumps({"global_step": 4}))
+    (work / "sft" / BATCH_RECORD).write_text(json.dumps({"examples_per_step": 4}))
+    table = scaling_table(work).splitlines()
+    assert table[0] == "Supervised budget and DPO on the held-out boards (counts of 3)"
+    assert [row[:22].strip() for row in table[3:]] == ["base (0 examples)", "SFT (16 examples)"]

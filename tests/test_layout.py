@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "poolbench_data"
 MAX_LINES = 400
@@ -115,3 +117,20 @@ def test_arguments_are_read_by_the_configuration_system_only():
     found = [p.relative_to(ROOT).as_posix() for p in sources
              if "add_argument(" in p.read_text() and p != PACKAGE / "config.py"]
     assert not found, f"parse with poolbench_data.config (a frozen dataclass) instead: {found}"
+
+
+def test_what_documented_commands_write_is_ignored_by_git():
+    """The folders the README's and the tools' commands write in the checkout (datasets, shards, runs, results,
+    vf-eval's outputs/) never show as changes; the code beside them does."""
+    import shutil
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    written = ["poolbench/scenarios/test.parquet", "parts/0/shard.json", "runs/sft/merged/config.json",
+               "results/eval/report.txt", "outputs/evals/poolbench--served-name/0/results.jsonl"]
+    done = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=ROOT, input="\n".join(written),
+                          capture_output=True, text=True)
+    assert done.stdout.split() == written, sorted(set(written) - set(done.stdout.split()))
+    kept = subprocess.run(["git", "check-ignore", "--no-index", "builders/parts.py", "docs/results/x.json"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert kept.returncode == 1 and not kept.stdout, kept.stdout

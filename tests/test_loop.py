@@ -256,6 +256,88 @@ def test_the_demonstrations_stage_takes_the_builder_flags_it_is_given(tmp_path):
                        "--at_cap_no_pot_share", "1", "--seed", "3"]
 
 
+def test_the_builders_settings_are_the_loops_own_flags_handed_on_as_given(tmp_path):
+    loop = _loop()
+
+    def commands(**settings):
+        runner = loop.Loop(loop.LoopArguments(track="tools", work_dir=str(tmp_path / str(len(settings))), **settings))
+        ran = []
+        runner.run = ran.append
+        for stage in ("sft_data", "pairs"):
+            runner.stage = stage
+            getattr(runner, stage)()
+        return [cmd[1:] for cmd in ran]
+
+    sft_data, pairs = commands(tool_demo_order="oracle", tool_demo_speeds="8,10,12", tool_sources="tool-speed",
+                               extra_sft_data_args="--seed 3")
+    assert sft_data[3:] == ["--tools", "--tool_demo_order", "oracle", "--tool_demo_speeds", "8,10,12", "--seed", "3"]
+    assert pairs[-2:] == ["--tool_sources", "tool-speed"]
+    sft_data, pairs = commands()  # '': the builders' own defaults
+    assert sft_data[3:] == ["--tools"] and pairs[-2] == "--tool_eval_dir"
+
+
+def test_the_builders_settings_are_checked_before_the_first_stage(tmp_path, capsys):
+    loop = _loop()
+    work = tmp_path / "w"
+    for argv, words in ((["--track", "tools", "--tool_demo_order", "nearest"],
+                         "--tool_demo_order 'nearest': give one of oracle, listed"),
+                        (["--track", "tools", "--tool_demo_speeds", "5,13"], "--tool_demo_speeds '5,13': give one"),
+                        (["--track", "tools", "--tool_sources", "tool-speeds"],
+                         "--tool_sources 'tool-speeds': unknown source(s) ['tool-speeds']"),
+                        (["--tool_demo_order", "listed"], "--tool_demo_order is read only with --track tools")):
+        assert loop.main([*argv, "--work_dir", str(work)]) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1, err
+        assert not work.exists()  # nothing ran
+
+
+def _headline_commands(argv: list[str], work: Path) -> tuple[list[list[str]], dict[str, str]]:
+    """Each stage's command (the interpreter left out) and stamp, as the loop builds them from `argv`; the stages
+    record what they would run, and run nothing."""
+    import shutil
+
+    from poolbench_data.config import parse
+
+    loop = _loop()
+    shutil.rmtree(work, ignore_errors=True)
+    runner = loop.Loop(parse(loop.LoopArguments, [*argv, "--work_dir", str(work)]))
+    ran = []
+    runner.run = ran.append
+    for stage in loop.TOOL_STAGES:
+        if stage != "results":  # it reads what the stages wrote
+            runner.stage = stage
+            getattr(runner, stage)()
+    stamps = {p.name: json.dumps({k: v for k, v in json.loads(p.read_text()).items() if k != "seconds"})
+              for p in (work / "stamps").iterdir()}
+    return [cmd[1:] for cmd in ran], stamps
+
+
+def test_the_headline_recipe_runs_every_stage_as_the_headlines_command_did(tmp_path):
+    """training/recipes/loop-tools-headline.yaml hands every stage the arguments of the command that wrote the
+    headline's JSON (its `command`, whose builder flags went inside --extra_<stage>_args strings): the same run,
+    and a work folder that command left resumes under the recipe."""
+    import shlex
+
+    loop = _loop()
+    recorded = json.loads((REPO / "docs/results/tool_track_smollm2_135m_cpu.json").read_text())["command"]
+    words = shlex.split(recorded)[2:]  # python training/loop.py ...
+    for flag in ("--work_dir", "--stages"):  # where it ran, and which stages that last invocation ran
+        i = words.index(flag)
+        del words[i:i + 2]
+    assert any(w.startswith("--extra_") for w in words)
+    free_text = words[words.index("--free_text_model") + 1]
+    recipe = ["--config", str(REPO / "training/recipes/loop-tools-headline.yaml"), "--free_text_model", free_text]
+    work = tmp_path / "W"
+    old, new = _headline_commands(words, work), _headline_commands(recipe, work)
+    assert len(old[0]) == len(loop.TOOL_STAGES) - 1 and len(old[1]) == len(loop.TOOL_STAGES) - 1
+    assert new == old
+    # The recipe's free-text model is the one the README's free-text command trains (its default work folder).
+    from poolbench_data.config import read_yaml
+
+    settings = read_yaml(str(REPO / "training/recipes/loop-tools-headline.yaml"), loop.LoopArguments)
+    assert Path(settings["free_text_model"]).resolve() == loop.Loop(loop.LoopArguments()).sft_dir / "merged"
+
+
 def test_the_sft_stage_counts_examples_as_batch_times_accumulation(tmp_path):
     """--sft_examples and --sft_eval_every are demonstrations; the trainer counts optimizer steps of
     per_device_train_batch_size x gradient_accumulation_steps rows (the recipe's, or --extra_sft_args')."""

@@ -184,6 +184,109 @@ def test_the_cushion_model_runs_as_shipped_with_its_debug_log_on_or_without_its_
     assert model._solve is original  # the model as shipped
 
 
+def _unreadable(obj):
+    raise PermissionError(13, "Permission denied", "stronge_compliant/model.py")
+
+
+def _not_utf8(obj):
+    raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+
+@pytest.mark.parametrize("source", [
+    _unreadable,  # the file cannot be read
+    _not_utf8,  # it is not text
+    lambda obj: (["def _solve(:\n"], 1),  # it does not parse
+    lambda obj: (["return _solve\n"], 1),  # it parses but does not compile
+    lambda obj: (["_solve = 1 / 0\n"], 1),  # it raises as it runs
+    lambda obj: (["def solve():\n", "    pass\n"], 1),  # it defines no _solve
+], ids=["unreadable", "not-utf8", "unparsable", "not-compilable", "raises", "no-function"])
+def test_a_cushion_model_copy_that_cannot_be_made_leaves_pooltools_own(source, board, monkeypatch, caplog):
+    """However the copy without debug calls fails, the engine runs pooltool's model as shipped, says so once, and
+    every shot is simulated as the copy simulates it (no shot becomes an `error`)."""
+    from pooltool.physics.resolve.ball_cushion.stronge_compliant import model
+
+    from poolbench_data.core.physics import engine
+
+    s = board({"cue": (0.5, 0.5), "1": (0.3, 1.2), "8": (0.8, 1.6)})
+    shot = Shot(20.0, 6.0)  # off two cushions
+    engine()
+    expected = simulate(s, shot)  # on the copy
+    assert expected.status == "ok" and expected.cushion_contacts
+    original = model._solve.__wrapped__
+    monkeypatch.setattr(model, "_solve", original)
+    monkeypatch.setattr("inspect.getsourcelines", source)
+    engine.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="poolbench_data.core.physics"):
+            got = [simulate(s, shot), simulate(s, shot)]
+    finally:
+        engine.cache_clear()  # the next engine() rebuilds on the copy monkeypatch restores
+    assert model._solve is original  # pooltool's own model ran
+    assert got == [expected, expected]
+    warned = [r.getMessage() for r in caplog.records if "cushion model runs as shipped" in r.getMessage()]
+    assert len(warned) == 1, caplog.records
+
+
+def test_a_run_whose_shots_all_fail_in_the_simulator_stops(tmp_path):
+    """pooltool's resolver broken: every shot fails in the engine, and `poolbench baseline` stops with one line and
+    exit 1, writing nothing, instead of a table of 0% contact and 100% fouls for every player."""
+    broken = ("import sys\n"
+              "import pooltool.physics.resolve.resolver as resolver\n"
+              "def broken(*args, **kwargs):\n"
+              "    raise RuntimeError('no resolver here')\n"
+              "resolver.default_resolver = broken\n"
+              "from poolbench_data.cli import main\n"
+              "sys.exit(main(sys.argv[1:]))\n")
+    out = tmp_path / "baselines.json"
+    p = subprocess.run([sys.executable, "-c", broken, "baseline", "--n", "2", "--no_label", "--quiet", "--workers",
+                        "1", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert p.stderr.startswith("error: the simulator failed all 8 shots played (the first: RuntimeError: no "
+                               "resolver here)") and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not out.exists() and not p.stdout
+
+
+def test_the_builder_and_eval_stop_when_every_shot_fails_in_the_simulator(tmp_path, monkeypatch, capsys):
+    """The same stop in the dataset builder (no folder left) and in `poolbench eval` (before the model plays)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    import pooltool.physics.resolve.resolver as resolver
+
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.cli import main
+    from poolbench_data.core.physics import engine
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no resolver here")
+
+    spec = importlib.util.spec_from_file_location("bd", Path(__file__).parents[1] / "builders" / "build_dataset.py")
+    builder = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = builder  # dataclasses resolve their annotations through it
+    spec.loader.exec_module(builder)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(json.dumps({"player": "m", "player_kind": "llm", "scenario_id": generate(1)[0].id,
+                                   "sample": 0, "raw_response": "no idea"}) + "\n")
+    monkeypatch.setattr(resolver, "default_resolver", broken)
+    monkeypatch.setenv("POOLBENCH_WORKERS", "1")
+    engine.cache_clear()
+    try:
+        dataset = tmp_path / "dataset"
+        assert builder.main(["--output_dir", str(dataset), "--eval_n", "2", "--train_n", "0", "--players",
+                             "oracle,random", "--workers", "1"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()[-1]  # after its progress bar
+        assert err.startswith("error: the simulator failed all 4 shots played"), err
+        assert not dataset.exists()
+        assert main(["eval", "--backend", "replay", "--responses", str(answers), "--name", "m", "--n", "1",
+                     "--baselines", "random", "--quiet", "--out", str(tmp_path / "eval")]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: the simulator failed all 2 shots played") and len(err.splitlines()) == 1, err
+    finally:
+        monkeypatch.undo()
+        engine.cache_clear()
+
+
 def test_scorer_is_pure_over_results():
     ev = (Event(0.0, "stick_ball", ("cue_stick", "cue")), Event(0.1, "ball_ball", ("cue", "11")),
           Event(0.3, "ball_pocket", ("11", "rt")), Event(0.5, "ball_pocket", ("3", "lt")))

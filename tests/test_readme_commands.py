@@ -1,12 +1,18 @@
 """The lm-eval and inspect commands as a user types them (read from README.md, run through bash from the
 repository root) against the embedded model on the project's loopback vLLM server, with what makes them a test
 added: a board a subtask (two for inspect), 32-token answers, an output folder. The files they write hold the
-benchmark's metrics, and each answer's values equal `poolbench eval`'s on the same text (`--backend replay`)."""
+benchmark's metrics, and each answer's values equal `poolbench eval`'s on the same text (`--backend replay`).
+
+The Quick start section, top to bottom: every command of its blocks in order, in an empty folder, through each
+entry point's own command line, with small board counts, stored answers where a model would load, a loopback
+stand-in for the server and a tiny model to train (the commands run as typed elsewhere are named in ELSEWHERE)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -113,3 +119,173 @@ class TestAsTyped:
         assert {sid: rows[sid] for sid in says} == says
         for m in METRICS:  # the log's results are the shots' mean
             assert metrics[(m, "mean")] == pytest.approx(sum(v[m] for v in says.values()) / 2)
+
+
+# ------------------------------------------------------------------ the quick start, top to bottom
+
+# What the quick start's commands run on here, where a model would load or a machine would work for hours: the
+# replay backend on stored answers for the models (ANSWERED: the boards they answer), a loopback stand-in for the
+# server, a tiny model for training, and small board counts.
+ANSWERED = {0: 2, 1: 4}  # base seed -> boards: the test split the evaluations play, the train split the builds hold
+SAMPLES = 4  # answers stored for each board (the README samples 4)
+BUILD = ["--eval_n", str(ANSWERED[0]), "--train_n", str(ANSWERED[1]), "--players", "oracle,random"]
+# Commands other tests run as typed, or that need what a test machine has not: (words in the line, where).
+ELSEWHERE = [("/lm_eval ", "TestAsTyped, against the loopback vLLM server"),
+             ("/inspect eval ", "TestAsTyped, against the loopback vLLM server"),
+             ("/vf-eval ", "tests/test_verifiers_env.py::TestVfEval"),
+             ("training/loop.py", "tests/test_loop.py: every stage in one command"),
+             ("--executor ray", "tests/test_ray.py: a Ray cluster (`ray start --head`)"),
+             ("evaluate(EvalConfig(", "tests/test_docs.py, as a file and from stdin")]
+
+
+def quick_start() -> list[tuple[str, int, list[str]]]:
+    """The fenced blocks of README.md's Quick start section, in order: (language, first line, lines)."""
+    from test_docs import fences
+
+    text = (REPO / "README.md").read_text()
+    first = text.splitlines().index("## Quick start") + 1
+    last = next(n for n, line in enumerate(text.splitlines(), 1) if n > first and line.startswith("## "))
+    return [(lang, start, body) for lang, start, body in fences(text) if first < start < last]
+
+
+def _answers(path: Path) -> Path:
+    """A model's stored answers (llm_traces.jsonl rows) on the ANSWERED boards: the Oracle's action, then text
+    that is no action, so its samples differ and the simulator can rank them."""
+    from poolbench_data.players.baselines import oracle
+    from poolbench_data.protocol.prompts import format_action
+
+    rows = []
+    for seed, n in ANSWERED.items():
+        for s in generate(n, seed):
+            action = format_action(oracle(s).shot, s)
+            rows += [{"player": "m", "player_kind": "llm", "scenario_id": s.id, "sample": k, "temperature": 0.8,
+                      "raw_response": action if k == 0 else "I would pot the nearest ball."} for k in range(SAMPLES)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _without(words: list[str], flags: set[str]) -> list[str]:
+    """`words` less each of `flags` and its value."""
+    out, skip = [], False
+    for w in words:
+        if not skip and w not in flags:
+            out.append(w)
+        skip = w in flags
+    return out
+
+
+def _small(words: list[str], answers: Path, url: str, tiny: Path) -> list[str]:
+    """A README command with the test's stand-ins (see ANSWERED)."""
+
+    def value(flag):
+        return words[words.index(flag) + 1] if flag in words else None
+
+    program = words[1] if words[0].endswith("/python") else words[0].rsplit("/", 1)[-1]
+    if program == "builders/build_dataset.py":
+        return _without(words, {"--train_n", "--eval_n", "--players"}) + BUILD
+    if program == "training/sft.py":
+        return words + ["--model_name_or_path", str(tiny), "--max_steps", "1"]
+    if program == "poolbench" and words[1] == "eval":
+        assert value("--backend") in (None, "vllm", "openai"), f"a stand-in for --backend {value('--backend')}"
+        words = [url if w == README_URL else w for w in words]
+        if value("--backend") in (None, "vllm"):  # in process: the model would load here
+            words = _without(words, {"--model_args"}) + ["--backend", "replay", "--responses", str(answers)]
+        if value("--dataset_dir") is None and value("--n") is None:
+            words += ["--n", str(ANSWERED[0])]
+        return words + ["--boards", "0", "--quiet"]
+    return words
+
+
+def _run(words: list[str]) -> int:
+    """One command, in this process, as its entry point runs it: the exit code."""
+    from entry_parsers import load_script
+
+    from poolbench_data.finetune.common import command_line
+
+    if words[0].rsplit("/", 1)[-1] == "poolbench":
+        return main(words[1:])
+    assert words[0].endswith("/python") and words[1].endswith(".py"), words
+    script = load_script(words[1])
+    if words[1].startswith("training/"):
+        return command_line(lambda: script.main(words[2:]))
+    return script.main(words[2:])
+
+
+def _repeats(words: list[str], comment: str) -> list[list[str]]:
+    """The command, and those its comment asks for: `# ... shards 1-3` after `--shard 0/4 ... parts/0`."""
+    found = re.search(r"\.\.\. shards (\d+)-(\d+)", comment)
+    if not found:
+        return [words]
+    shard = words[words.index("--shard") + 1]
+    first, count = shard.split("/")
+    return [words] + [[f"{i}/{count}" if w == shard else re.sub(rf"/{first}$", f"/{i}", w) for w in words]
+                      for i in range(int(found.group(1)), int(found.group(2)) + 1)]
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    import hashlib
+
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow  # builds three small datasets, trains a tiny model one step, runs seven evaluations
+def test_the_quick_start_runs_top_to_bottom(tmp_path, tiny_model, monkeypatch, capsys):
+    """Every block of README.md's Quick start in order, in an empty folder after `bash scripts/run.sh`'s run
+    (results/eval), as written but for the stand-ins above: each command succeeds, the dataset is loaded after
+    the command that builds it, no step writes into a folder an earlier step filled for a later one (the run
+    that `poolbench compare` reads, the dataset the pairs and demonstrations went into)."""
+    from test_docs import SHELL, shell_lines
+    from test_experiments import _text, recording_server
+
+    from poolbench_data.players.baselines import oracle
+    from poolbench_data.protocol.prompts import format_action, user_prompt
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "training").symlink_to(REPO / "training")  # the recipes, by the paths the README gives
+    monkeypatch.chdir(work)
+    answers = _answers(tmp_path / "answers.jsonl")
+    known = {user_prompt(s): s for s in generate(ANSWERED[0])}
+
+    def reply(messages):
+        board = known[_text(messages[1]["content"])]
+        return format_action(oracle(board).shot, board)
+
+    elsewhere = []  # the ELSEWHERE entry each skipped command or block matched
+    run_sh = {}  # results/eval as `bash scripts/run.sh` wrote it
+    with recording_server(reply) as (url, server):
+        server.model = README_MODEL
+
+        def step(words, where):
+            code = _run(_small(words, answers, url, tiny_model))
+            out = capsys.readouterr()
+            assert code == 0, f"{where}: {' '.join(words)} exited {code}\n{out.out[-2000:]}{out.err[-2000:]}"
+            assert not run_sh or _digest(work / "results" / "eval") == run_sh, (
+                f"{where}: {' '.join(words)} wrote into results/eval, the run a later step compares with")
+
+        step([".venv/bin/poolbench", "eval"], "scripts/run.sh")  # the run the quick start compares with
+        run_sh.update(_digest(work / "results" / "eval"))
+        for lang, start, body in quick_start():
+            if lang == "python":
+                source = "\n".join(body)
+                if matched := [words for words, _ in ELSEWHERE if words in source]:
+                    elsewhere += matched
+                    continue
+                try:
+                    exec(compile("\n" * (start - 1) + source, "README.md", "exec"), {"__name__": "readme"})
+                except Exception as e:  # noqa: BLE001 - the README's failure, at its line
+                    pytest.fail(f"README.md:{start}: {type(e).__name__}: {e}")
+                continue
+            for n, line in shell_lines(start, body) if lang in SHELL else []:  # not output blocks
+                if matched := [words for words, _ in ELSEWHERE if words in line]:
+                    elsewhere += matched
+                    continue
+                command, _, comment = line.partition("#")
+                for words in _repeats(shlex.split(command), comment):
+                    step(words, f"README.md:{n}")
+    assert server.requests, "the server command never reached the stand-in"
+    configs = {p.name for p in (work / "poolbench" / "data").iterdir()}
+    assert {"scenarios", "traces", "pairs", "sft"} <= configs, configs
+    assert (work / "poolbench-big" / "data" / "scenarios").is_dir()
+    assert sorted(elsewhere) == sorted(words for words, _ in ELSEWHERE), elsewhere  # each once, each still there

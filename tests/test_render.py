@@ -59,6 +59,20 @@ def test_the_board_shows_the_shot_where_it_happened(potted):
     assert math.dist(drawn.ghost, (target.x, target.y)) == pytest.approx(2 * geometry().ball_radius, rel=1e-3)
     assert f"ball {shot.target_ball} to {shot.target_pocket}" in drawn.caption
     assert "own ball potted" in drawn.caption and "foul" not in drawn.caption
+    assert drawn.caption.startswith("Oracle: ")  # the display name, not the player's id
+
+
+def test_a_caption_says_what_happened_in_words(potted):
+    """A ball called without a pocket reads as such, not "to None"; the speed has one decimal and its unit."""
+    s, shot = potted
+    fig, axes = figures._figure(2, 3.3, 5.6)
+    no_pocket = Shot(shot.phi, 5.123456, target_ball=shot.target_ball)
+    drawn = figures.draw_board(axes[0][0], s, no_pocket, "heuristic-centre")
+    first, second = drawn.caption.splitlines()[:2]
+    assert first == f"Heuristic, pocket-centre aim: ball {shot.target_ball} (no pocket called)", drawn.caption
+    assert second == f"aim {shot.phi:.1f}°, cue ball at 5.1 m/s" and "None" not in drawn.caption
+    nothing = figures.draw_board(axes[0][1], s, Shot(shot.phi, 8.0), "my-model")
+    assert nothing.caption.startswith("my-model: no ball called\naim")
 
 
 def test_a_shot_that_cannot_be_fired_gets_a_panel_saying_why(potted, tmp_path):
@@ -84,9 +98,17 @@ def test_bars_are_the_rates_with_wilson_intervals():
 
     fig, axes = figures._figure(1, 6, 3)
     ax = axes[0][0]
-    figures._bars(ax, ["legal contact", "clean pot"], {"a": [(30, 50), (5, 50)], "b": [(50, 50), (0, 50)]}, "%")
+    figures._bars(ax, ["legal contact", "clean pot"], {"a": [(30, 50), (5, 50)], "b": [(50, 50), (0, 50)]}, "%",
+                  ceiling=("Oracle (ceiling)", [(45, 50), (40, 50)]))
     bars = [p for p in ax.patches]
     assert [round(b.get_height(), 6) for b in bars] == [60.0, 10.0, 100.0, 0.0]
+    # Every bar carries its rate over its interval, so a zero is a visible "0.0" and not an empty slot.
+    labels = {(round(t.get_position()[0], 6), t.get_text()) for t in ax.texts}
+    assert labels == {(round(b.get_x() + b.get_width() / 2, 6), f"{b.get_height():.1f}") for b in bars}
+    # The ceiling: a dashed line across each group at the Oracle's rate, one legend entry.
+    (lines,) = [c for c in ax.collections if c.get_label() == "Oracle (ceiling)"]
+    assert [(round(a[1], 6), round(b[1], 6), a[0] < i - 0.4 and b[0] > i + 0.4)
+            for i, (a, b) in enumerate(lines.get_segments())] == [(90.0, 90.0, True), (80.0, 80.0, True)]
     from matplotlib.container import ErrorbarContainer
 
     # each error bar is a segment from the interval's low end to its high end
@@ -97,18 +119,26 @@ def test_bars_are_the_rates_with_wilson_intervals():
     assert ends == want
 
 
-C0, C1, C2 = (31, 119, 180), (255, 127, 14), (44, 160, 44)  # matplotlib's first colours: the bars' series
+# The first models' bar colours (figures.MODEL_COLOURS; a baseline's bars are grey).
+C0, C1, C2 = ([int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in figures.MODEL_COLOURS[:3])
 
 
-def bar_heights(png, colours) -> list[list[float]]:
-    """The bars of a chart whose axis runs from 0 to 100 %: for each colour (a series), its bars' heights left to
-    right in percentage points, read off the pixels between the axes' bottom and top edges (a zero bar is not
-    drawn)."""
+YMAX = 108  # the bar charts' y axis runs from 0 to 108 %: room for the label over a bar at 100
+
+
+def spines(png) -> tuple[int, int, float]:
+    """(top, bottom, pixels per percentage point) of a bar chart's axes, from its two horizontal spines."""
     img = np.asarray(Image.open(png).convert("RGB")).astype(int)
     dark = (img < 100).all(axis=2).sum(axis=1)
     edges = np.flatnonzero(dark > 0.8 * dark.max())  # the rows of the two horizontal spines
-    top, bottom = edges.min(), edges.max()
-    per_point = (bottom - top) / 100
+    return edges.min(), edges.max(), (edges.max() - edges.min()) / YMAX
+
+
+def bar_heights(png, colours) -> list[list[float]]:
+    """For each colour (a series), its bars' heights left to right in percentage points, read off the pixels
+    between the axes' bottom and top edges (a zero bar is not filled)."""
+    img = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    top, bottom, per_point = spines(png)
     heights = []
     for colour in colours:
         mask = (img[top:bottom] == colour).all(axis=2)  # rows inside the axes: not the legend's patch below them
@@ -191,16 +221,15 @@ def test_figures_command_draws_a_run(potted, benchmark_scenarios, tmp_path, caps
                                                       "training_curves.png"]
     # The model's panel and the Oracle's: the same shot, drawn where it went.
     assert_shot_drawn(out / "board_pair.png", s, shot, count=2)
-    # Before/after: Random (30, 10, 0 %) and SFT (60, 40, 20 %).
-    random_bars, sft_bars = bar_heights(out / "before_after.png", (C0, C1))
-    assert_heights(random_bars, [30, 10, 0])
+    # Before/after: SFT (60, 40, 20 %), the first model's colour; Random's bars are grey.
+    (sft_bars,) = bar_heights(out / "before_after.png", (C0,))
     assert_heights(sft_bars, [60, 40, 20])
-    # Table 1: each player's rates from the run's summary.
+    # Table 1: the model's rates from the run's summary (the baselines' bars are grey).
     summary = json.loads((run / "summary.json").read_text())["summary"]
     assert sorted(summary) == ["m", "oracle", "random"]
     metrics = ("legal_contact", "own_potted", "clean_pot", "foul")
-    for heights, player in zip(bar_heights(out / "table1.png", (C0, C1, C2)[:len(summary)]), summary.values()):
-        assert_heights(heights, [100 * player["overall"][m]["k"] / player["overall"][m]["n"] for m in metrics])
+    (heights,) = bar_heights(out / "table1.png", (C0,))
+    assert_heights(heights, [100 * summary["m"]["overall"][m]["k"] / summary["m"]["overall"][m]["n"] for m in metrics])
     # The training curve: the loss line falls from step 1 to step 2.
     img = np.asarray(Image.open(out / "training_curves.png").convert("RGB")).astype(int)
     rows, cols = np.nonzero((abs(img - np.array(C0)) < 10).all(axis=2))
@@ -211,18 +240,90 @@ def test_figures_command_draws_a_run(potted, benchmark_scenarios, tmp_path, caps
 
 def test_before_after_draws_the_free_text_model_where_the_pilot_evaluated_it(tmp_path):
     counts = {"legal_contact": 6, "own_potted": 4, "clean_pot": 2}
-    pilot = {"n": 10, "random": counts, "free_text_sft": {**counts, "clean_pot": 1}, "sft": counts, "dpo": None}
+    pilot = {"n": 10, "random": counts, "free_text_sft": {**counts, "clean_pot": 1}, "sft": counts, "dpo": None,
+             "demonstrations": 16}
     series = figures.pilot_series(pilot, ("legal_contact", "clean_pot"))
-    assert series == {"Random": [(6, 10), (2, 10)], "free-text SFT": [(6, 10), (1, 10)], "tool SFT": [(6, 10), (2, 10)]}
-    assert list(figures.pilot_series({**pilot, "free_text_sft": None}, ("clean_pot",))) == ["Random", "tool SFT"]
+    assert series == {"Random": [(6, 10), (2, 10)], "Free-text SFT": [(6, 10), (1, 10)],
+                      "Tool SFT (16 demonstrations)": [(6, 10), (2, 10)]}
+    assert list(figures.pilot_series({**pilot, "free_text_sft": None}, ("clean_pot",))) == [
+        "Random", "Tool SFT (16 demonstrations)"]
     assert figures.before_after_figure(pilot, tmp_path / "a.png").exists()
 
 
+def test_a_free_text_pilot_draws_its_models_and_the_oracle_s_ceiling(tmp_path):
+    """The free-text loop's pilot.json (before, after) draws both models, labelled by what they were trained on,
+    and the Oracle it played on the same boards as a dashed line at its rate."""
+    pilot = {"n": 10, "after_model": "SFT only", "sft_examples": 16, "dpo_pairs": 0,
+             "random": {"legal_contact": 3, "own_potted": 1, "clean_pot": 1},
+             "before": {"legal_contact": 0, "own_potted": 0, "clean_pot": 0},
+             "after": {"legal_contact": 5, "own_potted": 3, "clean_pot": 2},
+             "oracle": {"legal_contact": 9, "own_potted": 8, "clean_pot": 8}}
+    assert list(figures.pilot_series(pilot, ("clean_pot",))) == ["Random", "Base model",
+                                                                 "Free-text SFT (16 demonstrations)"]
+    assert figures.pilot_label({**pilot, "after_model": "SFT + DPO", "dpo_pairs": 12}, "after") == \
+        "Free-text SFT + DPO (12 pairs)"
+    (tmp_path / "pilot.json").write_text(json.dumps(pilot))
+    assert main(["figures", "--pilot_json", str(tmp_path / "pilot.json"), "--out", str(tmp_path / "f")]) == 0
+    png = tmp_path / "f" / "before_after.png"
+    base, after = bar_heights(png, (C0, C1))
+    assert base == [] and len(after) == 3  # the base model's bars are all 0, the SFT model's 50, 30 and 20 %
+    assert_heights(after, [50, 30, 20])
+    img = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    top, bottom, per_point = spines(png)
+    dark = (img < 60).all(axis=2)
+    cols = np.flatnonzero(dark[bottom])  # the bottom spine: the axes' width
+    for rate in (90, 80):  # legal contact's ceiling, and own potted's and clean pot's
+        row = int(round(bottom - rate * per_point))
+        assert max(dark[r, cols[0]:cols[-1]].mean() for r in range(row - 1, row + 2)) > 0.15, rate
+
+
 def test_heatmap_cells_follow_the_rates(tmp_path):
+    from poolbench_data.report.render import HEAT_LABEL_W, HEAT_TITLE_H, heat_colour
+
     def cell(k):
         return {"legal_contact": {"k": k, "n": 10, "pct": 10.0 * k, "lo": 0.0, "hi": 100.0}}
 
-    summary = {"good": {"by_category": {"open": cell(10)}}, "bad": {"by_category": {"open": cell(0)}}}
+    # The model first in the summary, a baseline after it: the baseline's row comes first.
+    summary = {"good": {"by_category": {"open": cell(10)}}, "random": {"by_category": {"open": cell(0)}}}
     img = Image.open(render_heatmap(summary, tmp_path / "h.png")).convert("RGB")
-    good, bad = img.getpixel((170 + 3, 40 + 3)), img.getpixel((170 + 3, 40 + 26 + 3))
-    assert good[1] > good[0] and bad == (255, 255, 255)  # 100% is green, 0% is white
+    bad, good = (img.getpixel((HEAT_LABEL_W + 3, HEAT_TITLE_H + 26 * i + 3)) for i in (0, 1))
+    assert good == heat_colour(1.0) and good[1] > good[0] and bad == (255, 255, 255)  # 100% green, 0% white
+    # The colour bar right of the cells: 100% at its top, 0% at its bottom, in the cells' colours.
+    pixels = np.asarray(img).astype(int)
+    column = pixels[:, HEAT_LABEL_W + 92 + 12 + 7]
+    inside = [tuple(p) for p in column[HEAT_TITLE_H + 1:HEAT_TITLE_H + 99]]
+    for got, want in ((inside[0], heat_colour(1.0)), (inside[-1], heat_colour(0.0))):
+        assert max(abs(g - w) for g, w in zip(got, want)) <= 3, (got, want)
+    assert len(set(inside)) > 50  # a gradient, not two blocks
+
+
+def test_each_run_s_loss_has_an_axis_of_its_own(tmp_path):
+    """An SFT's cross-entropy and a DPO's sigmoid loss are not on one scale: each run is a panel of its own, the
+    loss named on its axis from what the trainer logged."""
+    from poolbench_data.report.figure_inputs import read_curve
+
+    sft, dpo = tmp_path / "sft.json", tmp_path / "dpo.json"
+    sft.write_text(json.dumps({"log_history": [{"step": i, "loss": 1.0 / i, "mean_token_accuracy": 0.5}
+                                               for i in (1, 2, 3)]}))
+    dpo.write_text(json.dumps({"log_history": [{"step": i, "loss": 0.69, "rewards/margins": 0.1} for i in (1, 2)]}))
+    assert [read_curve(label, path)[1] for label, path in (("s", sft), ("d", dpo))] == ["sft", "dpo"]
+    assert main(["figures", "--trainer_state", f"SFT={sft},DPO={dpo}", "--out", str(tmp_path / "f")]) == 0
+    img = np.asarray(Image.open(tmp_path / "f" / "training_curves.png").convert("RGB")).astype(int)
+    sft_cols, dpo_cols = (np.nonzero((abs(img - np.array(c)) < 10).all(axis=2))[1] for c in (C0, C1))
+    assert len(sft_cols) and len(dpo_cols) and sft_cols.max() < dpo_cols.min()  # side by side, not one axis
+    assert figures.LOSS_LABELS["sft"] != figures.LOSS_LABELS["dpo"]
+
+
+def test_a_board_alone_draws_the_paper_s_heuristic_beside_the_oracle(tmp_path):
+    from poolbench_data.boards.generate import generate
+    from poolbench_data.players import BASELINES
+
+    s = generate(1, 0, start=4)[0]
+    assert main(["figures", "--board", s.id, "--out", str(tmp_path / "f")]) == 0
+    png = tmp_path / "f" / "board_pair.png"
+    left, right = panels(png)
+    img = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    for to, player in ((left, "heuristic-centre"), (right, "oracle")):
+        shot = BASELINES[player][1](s).shot
+        cue = figures.ball_paths(s, shot)[1]["cue"]
+        assert np.mean([seen_near(img, to(x, y), "white") for x, y in cue[::max(1, len(cue) // 40)]]) > 0.9, player

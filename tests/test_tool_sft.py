@@ -41,12 +41,14 @@ def _load(name: str):
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
-    """A dataset folder with 16 train boards and the sft_tools config, built by the real builder."""
+    """A dataset folder with 16 train boards and the sft_tools config, built by the real builder: the Oracle-first
+    demonstrations at the Oracle's speeds, whose rows show every kind of call the tests below read."""
     from poolbench_data.hub.build import build_benchmark
 
     root = tmp_path_factory.mktemp("pbtools") / "poolbench"
     build_benchmark(root, eval_n=1, train_n=16, train_seed=3, players=("oracle",), progress=False)
-    assert _load("builders/build_sft").main(["--dataset_dir", str(root), "--tools"]) == 0
+    assert _load("builders/build_sft").main(["--dataset_dir", str(root), "--tools", "--tool_demo_order", "oracle",
+                                             "--tool_demo_speeds", "8,10,12"]) == 0
     return root
 
 
@@ -242,14 +244,14 @@ def test_the_demonstration_order_is_a_builder_choice(folder, scenario_rows, list
     from poolbench_data.hub.folder import read_rows
 
     build_sft = _load("builders/build_sft")
-    assert build_sft.ScriptArguments().tool_demo_order == "oracle"
     assert build_sft.main(["--dataset_dir", str(folder), "--tools", "--tool_demo_order", "nearest"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--tool_demo_order" in err and len(err.splitlines()) == 1
     with pytest.raises(ValueError, match="nearest"):  # the library refuses it too, never a silent default
         tool_sft_rows(scenario_rows, "train", order="nearest")
     copy = shutil.copytree(folder, tmp_path / "poolbench")  # the module's folder keeps the default rows
-    assert build_sft.main(["--dataset_dir", str(copy), "--tools", "--tool_demo_order", "listed"]) == 0
+    assert build_sft.main(["--dataset_dir", str(copy), "--tools", "--tool_demo_order", "listed",
+                           "--tool_demo_speeds", "8,10,12"]) == 0
     rows = read_rows(copy, "sft_tools", "train")
     assert rows == listed_rows
     assert len(rows) == len(scenario_rows) and {r["demonstration"] for r in rows} <= {"listed_open", "listed_closed"}
@@ -519,7 +521,30 @@ def small_folder(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("flag, value", [("--tool_demo_order", "listed"), ("--tool_demo_speeds", "5,8"),
+def test_the_builders_defaults_are_the_headline_demonstrations(small_folder, tmp_path):
+    """`build_sft.py --tools` alone builds what the tool track's headline trained on: own balls in the prompt's
+    order, speeds 5, 8, 10, 12 m/s tried (the settings its recipe names)."""
+    import shutil
+
+    import yaml
+
+    from poolbench_data.hub.folder import read_rows
+
+    recipe = yaml.safe_load((REPO / "training" / "recipes" / "loop-tools-headline.yaml").read_text())
+    defaults = _load("builders/build_sft").ScriptArguments()
+    assert (defaults.tool_demo_order, defaults.tool_demo_speeds) == ("listed", "5,8,10,12")
+    assert (recipe["tool_demo_order"], recipe["tool_demo_speeds"]) == (defaults.tool_demo_order,
+                                                                       defaults.tool_demo_speeds)
+    copy = shutil.copytree(small_folder, tmp_path / "poolbench")
+    assert _load("builders/build_sft").main(["--dataset_dir", str(copy), "--tools"]) == 0
+    rows = read_rows(copy, "sft_tools", "train")
+    scenarios = read_rows(copy, "scenarios", "train")
+    assert rows and rows == tool_sft_rows(scenarios, "train", order="listed", speeds=(5.0, 8.0, 10.0, 12.0))
+    settings = json.loads((copy / "provenance.json").read_text())["sft_tools"]["settings"]
+    assert (settings["tool_demo_order"], settings["tool_demo_speeds"]) == ("listed", [5.0, 8.0, 10.0, 12.0])
+
+
+@pytest.mark.parametrize("flag, value", [("--tool_demo_order", "oracle"), ("--tool_demo_speeds", "5,8"),
                                          ("--retry_blocked_share", "0.2"), ("--at_cap_no_pot_share", "0.5"),
                                          ("--seed", "4")])
 def test_a_tool_only_flag_without_tools_is_refused_before_anything_is_built(small_folder, capsys, flag, value):

@@ -140,6 +140,61 @@ def test_calls_are_read_from_text_in_the_hermes_form():
         {"name": "ghost_ball", "arguments": {"target_ball": "2", "pocket": "lc"}}]
 
 
+CALL = '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "3"}}</tool_call>'
+
+
+def test_a_call_inside_the_reasoning_is_no_call():
+    """Reasoning is no action: a call the model writes while it thinks (inside <think> ... </think>, before a stray
+    </think> whose opening tag was the chat template's, in an unclosed <think>, or in the reasoning_content a
+    server returns apart) is not read; one after the reasoning is."""
+    from types import SimpleNamespace
+
+    from poolbench_data.llm.openai_backend import message_text
+
+    for text in (f"<think>maybe {CALL}</think>{{}}", f"maybe {CALL}</think>{{}}", f"<think>maybe {CALL}",
+                 message_text(SimpleNamespace(reasoning_content=f"maybe {CALL}", content="{}", tool_calls=None))):
+        assert tool_calls(text) == [], text
+    assert len(tool_calls(f"<think>maybe {CALL}</think>{CALL}")) == 1
+    assert len(tool_calls(message_text(SimpleNamespace(reasoning_content="call it", content=CALL,
+                                                       tool_calls=None)))) == 1
+
+
+class _MessageRecorder(_Recorder):
+    """Answers with the whole assistant message `server.reply(messages)` gives (reasoning_content, tool_calls)."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        self.server.requests.append(body)
+        message = {"role": "assistant", **self.server.reply(body["messages"])}
+        self._send(200, {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+
+
+def test_eval_runs_no_call_written_inside_the_reasoning(tmp_path):
+    """`poolbench eval --tools` against a server whose model thinks about calling the tool (a Hermes call in
+    reasoning_content on one board, inside <think> in the content on the other) and then answers: no call is
+    run, no second turn is asked for, and the answer after the reasoning is the shot."""
+    from poolbench_data.players.baselines import oracle
+    from poolbench_data.protocol.prompts import format_action
+
+    def reply(messages):
+        s = _board(messages)
+        answer = format_action(oracle(s).shot, s)
+        if s.id == BOARDS[0].id:
+            return {"reasoning_content": f"I could ask: {CALL}", "content": answer}
+        return {"content": f"<think>I could ask: {CALL}</think>{answer}"}
+
+    with recording_server(reply, _MessageRecorder) as (url, server):
+        assert main(["eval", "--backend", "openai", "--base_url", url, "--model", "m", "--n", "2", "--tools",
+                     "--baselines", "random", "--boards", "0", "--out", str(tmp_path), "--quiet"]) == 0
+    assert len(server.requests) == 2  # one turn a board: nothing was called
+    calls = [json.loads(x) for x in (tmp_path / "tool_calls.jsonl").read_text().splitlines()]
+    assert [c["calls"] for c in calls] == [[], []]
+    rows = [json.loads(x) for x in (tmp_path / "llm_traces.jsonl").read_text().splitlines()]
+    assert [r["parse_status"] for r in rows] == ["ok", "ok"] and all(CALL in r["raw_response"] for r in rows)
+
+
 class _ToolRecorder(_Recorder):
     """Answers with structured tool_calls when the reply is a dict."""
 

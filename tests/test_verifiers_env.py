@@ -89,6 +89,13 @@ def test_a_dataset_split_gives_its_boards_and_training_refuses_the_test_split(da
     ({"train": True, "n": 5}, None),  # the training default seed is not the evaluation seed
     ({"max_calls": 0}, "max_calls must be >= 1"),
     ({"boards": 3}, "unknown arguments ['boards']"),
+    ({"n": True}, "n is True; give a whole number >= 1"),
+    ({"max_calls": True}, "max_calls is True; give a whole number >= 1"),
+    ({"n": 2.5}, "n is 2.5; give a whole number >= 1"),
+    ({"seed": "abc"}, "seed is 'abc'; give a whole number in [0, 2**63 - 1]"),
+    ({"reward": None}, "reward is None; give clean_pot or physics"),
+    ({"dataset_dir": None}, "dataset_dir is None; give a dataset folder's path"),
+    ({"train": 2}, "train is 2; give True"),
 ])
 def test_bad_arguments_are_one_value_error_naming_them(kwargs, names):
     if names is None:
@@ -97,6 +104,67 @@ def test_bad_arguments_are_one_value_error_naming_them(kwargs, names):
     with pytest.raises(ValueError) as err:
         load_environment(**kwargs)
     assert names in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_harness_runs_no_call_written_inside_the_reasoning():
+    """The tools track's harness against a server whose model thinks about calling the tool (a Hermes call in
+    reasoning_content, then one inside <think> in the content) before it answers: no call is run, no second turn
+    asked for, and the answer after the reasoning is the one scored."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from test_experiments import recording_server
+    from test_tools import CALL, _MessageRecorder
+
+    from poolbench_data.cli.verifiers_env import shot_metrics
+
+    env = load_environment(n=1, track="tools")
+    (task,) = list(env.taskset)
+    board = generate(1)[0]
+    answer = format_action(oracle(board).shot, board)
+    for message in ({"reasoning_content": f"I could ask: {CALL}", "content": answer},
+                    {"content": f"<think>I could ask: {CALL}</think>{answer}"}):
+        with recording_server(lambda messages: message, _MessageRecorder) as (url, server):
+            result = asyncio.run(env._harnesses["agent"].launch(SimpleNamespace(model="m"), None, None, url, "x",
+                                                                None, task.data))
+        assert len(server.requests) == 1, message  # one turn: nothing was called
+        assert CALL in result.stdout and shot_metrics(json.dumps(task.data.board, sort_keys=True),
+                                                      result.stdout)["parseable"] == 1.0
+
+
+def test_a_split_the_folder_does_not_hold_is_named_with_the_splits_it_holds(dataset, tmp_path):
+    import shutil
+
+    only_test = tmp_path / "poolbench"
+    shutil.copytree(dataset, only_test)
+    for path in only_test.glob("data/*/train-*.parquet"):
+        path.unlink()
+    for split in ("validation", "train", "*"):
+        with pytest.raises(ValueError) as err:
+            load_environment(dataset_dir=str(only_test), split=split)
+        assert str(err.value) == (f"split {split!r}: dataset_dir {only_test} holds no scenarios of it; give a split "
+                                  "it holds (test)")
+
+
+def test_a_large_n_makes_its_boards_as_they_are_read():
+    """n = 10**9: the environment and its first tasks come at once (a minute's alarm stops a run that would make
+    every board first)."""
+    import signal
+    import time
+
+    def too_long(signum, frame):
+        raise TimeoutError("load_environment(n=10**9) makes its boards before the first task")
+
+    before = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(60)
+    try:
+        t0 = time.perf_counter()
+        tasks = iter(load_environment(n=10**9).taskset)
+        assert [next(tasks).data.id for _ in range(2)] == [s.id for s in generate(2)]
+        assert time.perf_counter() - t0 < 30
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
 
 
 def test_vf_eval_refuses_bad_arguments_before_any_rollout(tmp_path):

@@ -169,3 +169,22 @@ def test_the_page_s_own_requests_play_and_a_numeric_string_speed_is_a_number(tmp
             time.sleep(0.2)
         assert proc.wait(timeout=120) == 0
     assert "Traceback" not in console.seen.decode(errors="replace")
+
+
+def test_no_other_site_may_frame_the_page(web):
+    """Every response forbids framing (clickjacking): the page, the API, a refusal, a 404, a rebinding Host, and
+    an error the server library writes itself (a method it has no handler for)."""
+    conn = http.client.HTTPConnection("127.0.0.1", web.port, timeout=60)
+    requests = [("GET", "/", {}), ("GET", "/api/state", {TOKEN_HEADER: web.token}), ("GET", "/api/state", {}),
+                ("GET", "/nowhere", {}), ("GET", "/", {"Host": "evil.example"}), ("PUT", "/", {})]
+    try:
+        for method, path, headers in requests:
+            conn.request(method, path, headers=headers)
+            r = conn.getresponse()
+            r.read()
+            assert r.getheader("X-Frame-Options") == "DENY", (method, path, r.status)
+            assert "frame-ancestors 'none'" in r.getheader("Content-Security-Policy", ""), (method, path, r.status)
+            if r.will_close:
+                conn.close()
+    finally:
+        conn.close()

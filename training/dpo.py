@@ -1,7 +1,7 @@
 """DPO on PoolBench preference pairs with TRL: a thin script, configured by a YAML recipe.
 
-    python training/dpo.py --config training/recipes/smollm2-135m-cpu.yaml
-    python training/dpo.py --config training/recipes/smollm2-135m-cpu.yaml --max_steps 5 --output_dir runs/try
+    python training/dpo.py --config training/recipes/dpo-smollm2-135m-cpu.yaml
+    python training/dpo.py --config training/recipes/dpo-smollm2-135m-cpu.yaml --max_steps 5 --output_dir runs/try
 
 Beyond what every training script adds (poolbench_data/finetune/trainer.py: recipe and flags, seed first,
 LoRA by default, the model and the leak checks before anything loads, resuming, adapter/ and merged/):

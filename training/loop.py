@@ -3,7 +3,7 @@
     .venv/bin/python training/loop.py                       # the CPU pilot: embedded SmolLM2-135M
     .venv/bin/python training/loop.py --stages after,compare --work_dir runs/loop
     .venv/bin/python training/loop.py --model /models/llama --sft_recipe training/recipes/sft-llama-3.1-8b-gpu.yaml \
-        --dpo_recipe training/recipes/llama-3.1-8b-gpu.yaml --train_n 5000 --sft_examples 0
+        --dpo_recipe training/recipes/dpo-llama-3.1-8b-gpu.yaml --train_n 5000 --sft_examples 0
 
 Stages (each a command you can also run by hand; outputs under --work_dir; a
 stage whose output exists is skipped, so an interrupted loop resumes, and
@@ -23,18 +23,18 @@ built is refused in one line: WORK_DIR/stamps records what built each):
 
 The tool track (--track tools): the model chooses ball, pocket and
 speed and calls the ghost_ball tool for the angle.
-    .venv/bin/python training/loop.py --track tools --eval_n 200 \
-        --results_json docs/results/tool_track_smollm2_135m_cpu.json   # the full flags: docs/results.md#tool-track
+    .venv/bin/python training/loop.py --track tools --eval_n 200
+    .venv/bin/python training/loop.py --config training/recipes/loop-tools-headline.yaml   # the headline: docs/results.md#tool-track
   dataset    as above (the held-out set: --eval_n boards of seed 0)
-  sft_data   builders/build_sft.py --tools: tool-use demonstrations (config sft_tools); --extra_sft_data_args
-             passes more of the builder's flags (e.g. --tool_demo_order listed)
+  sft_data   builders/build_sft.py --tools: tool-use demonstrations (config sft_tools), with --tool_demo_order and
+             --tool_demo_speeds where given
   sft        training/sft.py with --tools_sft_recipe, --sft_examples of them
   eval_sft   `poolbench eval --tools` of the tool-SFT model (with Random and both Heuristics)
   samples    the tool-SFT model on --sample_n train boards, --samples tool-using conversations each
   pairs      builders/build_pairs.py --tool_eval_dir: every two samples that score differently, at the turn
              where their choices part; the action against a call written at the cap; a call for the open shot
-             against an answer after a blocked report, and its mirror (config pairs_tools); --extra_pairs_args
-             passes more of the builder's flags (e.g. --tool_sources to choose among those four)
+             against an answer after a blocked report, and its mirror (config pairs_tools); --tool_sources
+             chooses among those and the builder's other sources
   dpo        training/dpo.py with --tools_dpo_recipe from the tool-SFT model
   eval_dpo   `poolbench eval --tools` of the DPO model
   grpo       training/grpo.py --tool_env from the tool-SFT model, --grpo_steps steps (PoolBenchEnv)

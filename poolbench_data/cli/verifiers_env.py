@@ -3,8 +3,8 @@ any trainer that runs verifiers environments (prime-rl). The taskset id is `pool
 this package installs (`poolbench.py`), which exports the taskset and its harness the way verifiers finds
 them (a module named by the id, exporting its Taskset and Harness subclasses in `__all__`):
 
-    vf-eval poolbench -m MODEL --client.base-url http://127.0.0.1:8000/v1 --no-push -n 50
-    vf-eval poolbench --env.taskset.track tools -m MODEL --client.base-url ... --no-push
+    vf-eval poolbench -m served-name --client.base-url http://127.0.0.1:8000/v1 --no-push -n 50
+    vf-eval poolbench --env.taskset.track tools -m served-name --client.base-url ... --no-push
 
     from poolbench import load_environment
     env = load_environment(track="tools", reward="physics", n=200, seed=1, train=True)
@@ -13,25 +13,27 @@ Arguments (`--env.taskset.*` on the command line, keywords of `load_environment`
 `split`, or `n` and `seed`; `train` refuses evaluation boards), the track (`free_text`: the paper's single turn;
 `tools`: the `ghost_ball` tool, at most `max_calls` calls, as `poolbench eval --tools`), and the reward
 (`clean_pot`: 1 for a legal pot, else 0; `physics`: the physics levels 0 unparseable, 1 foul, 2 legal contact,
-3 legal pot). Each rollout's final answer is parsed and simulated by this package (`answer_record`, the
-evaluator's own path) and scored: the reward, and the metrics legal_contact, own_potted, foul, opp_or_8_potted,
-clean_pot and parseable (each 0/1), plus tool_calls.
+3 legal pot). Boards are made as the rollouts read them: a large `n` starts at once. Each rollout's final answer
+is parsed and simulated by this package (`answer_record`, the evaluator's own path) and scored: the reward, and the
+metrics legal_contact, own_potted, foul, opp_or_8_potted, clean_pot and parseable (each 0/1), plus tool_calls.
 
 The harness plays the protocol in process (the contract verifiers allows a harness: every model call goes
 through the rollout's interception endpoint): the system and user prompts, then on the tools track every turn
-whose text holds `<tool_call>` blocks gets the tool's results (llm.tools.answer_calls) until a turn holds none or
-`max_calls` turns called; that last turn is the answer. Sampling defaults to the protocol's (T 0.2, 300 tokens);
-`--sampling.*` overrides it.
+whose text holds `<tool_call>` blocks outside its reasoning gets the tool's results (llm.tools.answer_calls) until
+a turn holds none or `max_calls` turns called; that last turn is the answer. Sampling defaults to the protocol's
+(T 0.2, 300 tokens); `--sampling.*` overrides it.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 
 import verifiers.v1 as vf
 from pydantic import ValidationError, model_validator
 
+from poolbench_data.config import shown
 from poolbench_data.evaluation.env_boards import BoardSource
 from poolbench_data.llm.tools import MAX_CALLS, TOOL_NOTE, TOOLS, answer_calls, tool_calls
 from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
@@ -63,6 +65,13 @@ class PoolBenchConfig(vf.TasksetConfig):
     reward: str = "clean_pot"
     """clean_pot: 1 for a legal pot, else 0; physics: 0 unparseable, 1 foul, 2 legal contact, 3 legal pot."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _check_types(cls, data):
+        if isinstance(data, dict):
+            check_types(data)
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> PoolBenchConfig:
         check_arguments(self)
@@ -70,6 +79,34 @@ class PoolBenchConfig(vf.TasksetConfig):
 
     def source(self) -> BoardSource:
         return BoardSource(self.dataset_dir, self.split, self.n, self.seed, self.train)
+
+
+# A whole number as a command line writes it (`--env.taskset.n 5` arrives as the text "5").
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+# What each argument takes, for the one line that names it.
+_WHOLES = {"n": "a whole number >= 1, or leave it out for every board of the split (50 generated boards)",
+           "seed": "a whole number in [0, 2**63 - 1], or leave it out for the split's default",
+           "max_calls": "a whole number >= 1"}
+_TEXTS = {"dataset_dir": "a dataset folder's path, or leave it out for generated boards",
+          "split": "a split of dataset_dir, e.g. 'train'", "track": f"{' or '.join(TRACKS)}",
+          "reward": f"{' or '.join(REWARDS)}"}
+
+
+def check_types(data: dict) -> None:
+    """The arguments' types, before pydantic reads them (it reads True as 1, and its errors name no argument):
+    one ValueError naming the argument and what to give."""
+    for name, what in _WHOLES.items():
+        value = data.get(name)
+        if name not in data or (value is None and name != "max_calls"):
+            continue
+        if isinstance(value, bool) or not (isinstance(value, int) or isinstance(value, str)
+                                           and _WHOLE.fullmatch(value.strip())):
+            raise ValueError(f"{name} is {shown(value)}; give {what}")
+    for name, what in _TEXTS.items():
+        if name in data and not isinstance(data[name], str):
+            raise ValueError(f"{name} is {shown(data[name])}; give {what}")
+    if "train" in data and not isinstance(data["train"], (bool, str)):
+        raise ValueError(f"train is {shown(data['train'])}; give True (an environment to train on) or False")
 
 
 def check_arguments(config) -> None:
@@ -227,7 +264,14 @@ def taskset_config(**kwargs) -> PoolBenchConfig:
     try:
         return PoolBenchConfig(**{**kwargs, "id": TASKSET_ID})
     except ValidationError as exc:
-        raise ValueError("; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())) from None
+        raise ValueError("; ".join(_named(e) for e in exc.errors())) from None
+
+
+def _named(error: dict) -> str:
+    """One pydantic error as a line that names its argument (a check of ours names it itself)."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    name = ".".join(str(part) for part in error.get("loc", ()))
+    return f"{name}: {message}" if name and not message.startswith(name) else message
 
 
 def load_environment(**kwargs) -> vf.Env:

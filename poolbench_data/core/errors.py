@@ -13,6 +13,11 @@ class UserError(ValueError):
     """A mistake in the user's input: printed as one line, exit code 2."""
 
 
+class SimulatorError(RuntimeError):
+    """Not the user's mistake: the simulator failed every shot of a run, so the run measures nothing. The command
+    line prints it as one line and exits 1 (poolbench_data.config.run_main)."""
+
+
 def check_output_file(path: str, flag: str = "--out") -> Path:
     """Make sure `path` can be written before any work starts, so a run's
     results are never lost to a typo: parent folders are created, and an
@@ -22,15 +27,31 @@ def check_output_file(path: str, flag: str = "--out") -> Path:
     if out.is_dir():
         raise UserError(f"{flag} {path} is a folder; {fix}, e.g. {out / 'results.json'}")
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if out.exists():
-            open(out, "a").close()  # append mode: the probe changes nothing
-        else:
-            open(out, "x").close()
-            out.unlink()
+        probe_file(out)
     except OSError as e:
         raise UserError(f"{flag} {path} cannot be written ({e.strerror or e}); {fix}") from None
     return out
+
+
+def probe_file(out: Path, keep_folders: bool = True) -> None:
+    """Open `out` for writing as a run will, changing nothing: an existing file in append mode, a new one
+    created and removed; missing parent folders are made, and removed again unless `keep_folders`. Raises the
+    OSError the write would."""
+    made: list[Path] = []
+    try:
+        made = [p for p in (out.parent, *out.parent.parents) if not p.exists()]  # deepest first
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.exists():
+            open(out, "a").close()
+        else:
+            open(out, "x").close()
+            out.unlink()
+    finally:
+        for folder in [] if keep_folders else made:
+            try:
+                folder.rmdir()
+            except OSError:
+                break
 
 
 def check_output_dir(path: str, flag: str = "--out", make: bool = True) -> Path:

@@ -39,10 +39,9 @@ def _drop_cushion_debug_strings() -> None:
     """pooltool's cushion model (Stronge, compliant) formats numpy arrays into f-strings for `logger.debug` at
     every cushion hit, logged or not: a fifth of a typical shot's time. When that logger is off as the engine is
     built, the model runs a copy compiled from pooltool's own source without those calls; the arithmetic is
-    untouched, so every result is the same bit for bit (tests/test_physics_scoring.py). Where the source is not on
-    disk, the model runs as shipped."""
-    import ast
-    import inspect
+    untouched, so every result is the same bit for bit (tests/test_physics_scoring.py). Where the copy cannot be
+    made in any way (the source unreadable, unparsable, failing to compile or to run, no `_solve` in it), the
+    model runs as shipped, and a warning says so once: slower shots, the same results."""
     import logging
 
     from pooltool.physics.resolve.ball_cushion.stronge_compliant import model
@@ -50,9 +49,22 @@ def _drop_cushion_debug_strings() -> None:
     if hasattr(model._solve, "__wrapped__") or model.logger.isEnabledFor(logging.DEBUG):
         return
     try:
-        lines, first = inspect.getsourcelines(model._solve)
-    except (OSError, TypeError):
+        copy = _solve_without_debug(model)
+    except Exception as e:  # any failure leaves pooltool's own model, never a broken engine
+        logging.getLogger(__name__).warning(
+            "warning: pooltool's cushion model runs as shipped (its copy without debug calls could not be made: "
+            "%s: %s); shots are slower, results the same", type(e).__name__, e)
         return
+    copy.__wrapped__ = model._solve  # pooltool's own, for the test that compares them
+    model._solve = copy
+
+
+def _solve_without_debug(model):
+    """The cushion model's `_solve`, compiled from pooltool's source without its `logger.debug` statements."""
+    import ast
+    import inspect
+
+    lines, first = inspect.getsourcelines(model._solve)
     tree = ast.parse("".join(lines))
     ast.increment_lineno(tree, first - 1)  # a traceback still points at pooltool's line
 
@@ -64,20 +76,25 @@ def _drop_cushion_debug_strings() -> None:
 
     names: dict = {}
     exec(compile(Drop().visit(tree), model.__file__, "exec"), model.__dict__, names)
-    names["_solve"].__wrapped__ = model._solve  # pooltool's own, for the test that compares them
-    model._solve = names["_solve"]
+    solve = names.get("_solve")
+    if not callable(solve):
+        raise LookupError("the compiled source defines no function _solve")
+    return solve
 
 
 def build_system(scenario: Scenario, shot: Shot):
     """The pooltool System for a scenario with the cue set to `shot`."""
+    return system_of(scenario.balls, shot)
+
+
+def system_of(balls, shot: Shot, table=None):
+    """The pooltool System of balls (anything with id, x, y) on `table` (the paper's by default), with the cue set
+    to `shot`: the one place a System is built, so every game inserts its balls in canonical order."""
     import pooltool as pt
 
     order = {b: i for i, b in enumerate(CANONICAL_ORDER)}
-    balls = {
-        b.id: pt.Ball.create(b.id, xy=(b.x, b.y))
-        for b in sorted(scenario.balls, key=lambda b: order[b.id])
-    }
-    system = pt.System(cue=pt.Cue(cue_ball_id=CUE), table=pooltool_table(), balls=balls)
+    made = {b.id: pt.Ball.create(b.id, xy=(b.x, b.y)) for b in sorted(balls, key=lambda b: order[b.id])}
+    system = pt.System(cue=pt.Cue(cue_ball_id=CUE), table=table or pooltool_table(), balls=made)
     system.cue.set_state(V0=shot.V0, phi=shot.phi, theta=shot.theta, a=shot.a, b=shot.b)
     return system
 
@@ -165,6 +182,15 @@ def simulate(scenario: Scenario, shot: Shot, *, max_events: int = MAX_EVENTS,
         return _error(f"invalid shot: {type(e).__name__}: {e}")
     try:
         system = build_system(scenario, shot)
+    except Exception as e:  # a simulator crash is data, not a reason to stop a run
+        return _error(f"{type(e).__name__}: {e}")
+    return run_system(system, max_events=max_events, timeout_s=timeout_s)
+
+
+def run_system(system, *, max_events: int = MAX_EVENTS, timeout_s: float = TIMEOUT_S) -> ShotResult:
+    """Simulate a built System (its cue set, its shot validated) under the same bounds as `simulate`, which
+    calls it; a game on another table builds its System with `system_of`. Never raises."""
+    try:
         status = _run(system, max_events, timeout_s)
         message = {"event-limit": f"stopped after {max_events} events",
                    "timeout": f"stopped after {timeout_s} s wall clock"}.get(status, "")

@@ -72,16 +72,31 @@ def check_applies(config, spec) -> None:
 
 
 def check_eval_results(config, default: dict) -> None:
-    """--eval_results names a folder (made at the end, only for a complete run); its dataset id is a Hub id."""
-    from poolbench_data.core.errors import check_output_dir
-    from poolbench_data.report.eval_results import check_repo_id
+    """--eval_results names a folder where the run's YAML can be written (made at the end, only for a complete
+    run: the check leaves no trace) and holds no such file unless --overwrite; its dataset id is a Hub id."""
+    from poolbench_data.core.errors import check_output_dir, probe_file
+    from poolbench_data.evaluation.outputs import condition
+    from poolbench_data.report.eval_results import check_repo_id, file_name
 
     if not config.eval_results:
-        if config.eval_results_dataset != default["eval_results_dataset"]:
-            raise UserError("--eval_results_dataset is read only with --eval_results; add --eval_results DIR, or "
-                            "leave --eval_results_dataset out")
+        for flag in ("eval_results_dataset", "overwrite"):
+            if getattr(config, flag) != default[flag]:
+                raise UserError(f"--{flag} is read only with --eval_results; add --eval_results DIR, or leave "
+                                f"--{flag} out")
         return
-    check_output_dir(config.eval_results, "--eval_results", make=False)
+    folder = check_output_dir(config.eval_results, "--eval_results", make=False)
+    path = folder / file_name(condition(config))
+    where = f"--eval_results {config.eval_results}"
+    if path.is_dir():
+        raise UserError(f"{where}: {path.name} there is a folder, so the results cannot be written; give another "
+                        "--eval_results folder")
+    if path.exists() and not config.overwrite:
+        raise UserError(f"{where} already holds {path.name}; pass --overwrite to replace it, or give another "
+                        "--eval_results folder")
+    try:
+        probe_file(path, keep_folders=False)
+    except OSError as e:
+        raise UserError(f"{where} cannot be written ({e.strerror or e}); give a folder you can write to") from None
     try:
         check_repo_id(config.eval_results_dataset, "--eval_results_dataset")
     except ValueError as exc:
@@ -127,7 +142,10 @@ def check_name(config, name: str, baselines: list[str]) -> None:
 
 def _has_tokenizer(model: str) -> bool:
     folder = Path(model)
-    return folder.is_dir() and any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+    try:
+        return folder.is_dir() and any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+    except OSError:  # a served model's name too long for a path names no folder
+        return False
 
 
 def check_context(config, model: str, scenarios) -> None:

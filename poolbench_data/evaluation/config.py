@@ -23,7 +23,8 @@ class EvalConfig:
     """A model and the baselines on the same boards, one report (`poolbench eval`)."""
 
     model: str | None = _f(None, "local HF folder or Hub id (default, or `embedded`: the packaged SmolLM2-135M-Instruct)")
-    name: str | None = _f(None, "player name in reports (default: the model's folder name)")
+    name: str | None = _f(None, "player name in reports (default: the model's own name: its model card's, "
+                                "else its folder's; a training run's merged/ is named by the run)")
     backend: str = _f("vllm", "vllm: in process; openai: any OpenAI-compatible server (--base_url); "
                               "replay: the responses stored in --responses", choices=tuple(BACKENDS))
     base_url: str = _f("http://127.0.0.1:8000/v1", "server for --backend openai")
@@ -70,6 +71,8 @@ class EvalConfig:
                                ".yaml for tools, structured, few-shot or vision), to copy into the model repo's "
                                ".eval_results/")
     eval_results_dataset: str = _f(DEFAULT_DATASET, "the benchmark's Hub dataset id the --eval_results are for")
+    overwrite: bool = _f(False, "replace the --eval_results file if the folder holds one (else the run is refused "
+                                "before any work)")
     # the paper's section 6.3 experiments
     rounds: int = _f(1, "refinement: after each shot the model gets the simulator's feedback and shoots again on "
                         "the same board, this many rounds in all (rows <name>@r2, ...)")

@@ -5,6 +5,7 @@ Every mistake is a ValueError naming the argument, raised before any board is ge
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +66,7 @@ class BoardSource:
         return f"{self.n or DEFAULT_N} boards of seed {self.base_seed}"
 
     def _dataset_rows(self) -> list[dict]:
-        from poolbench_data.hub.folder import read_rows
+        from poolbench_data.hub.folder import layout, read_rows
 
         folder = Path(self.dataset_dir)
         if not (folder / "README.md").is_file():
@@ -74,10 +75,14 @@ class BoardSource:
                              "give n and seed instead")
         if self.train:
             refuse_eval_split(self.split, "split")
+        held = sorted(layout(folder).get("scenarios", {}))
+        if self.split not in held:
+            raise ValueError(f"split {self.split!r}: dataset_dir {self.dataset_dir} holds no scenarios of it; give a "
+                             f"split it holds ({', '.join(held) or 'none: rebuild it with builders/build_dataset.py'})")
         rows = sorted(read_rows(folder, "scenarios", self.split), key=lambda r: r["id"])
         if not rows:
-            raise ValueError(f"split {self.split!r}: dataset_dir {self.dataset_dir} has no scenarios in it; give a "
-                             "split it holds (test, train)")
+            raise ValueError(f"split {self.split!r} of dataset_dir {self.dataset_dir} holds no boards; give another "
+                             f"split ({', '.join(held)})")
         if self.train:
             prefix = eval_id_prefix(folder)
             leaks = [p for r in rows if (p := leak_problem({"scenario_id": r["id"]}, prefix))]
@@ -87,11 +92,11 @@ class BoardSource:
                                      "a split of training boards")
         return rows[:self.n] if self.n else rows
 
-    def boards(self) -> list:
-        """The Scenarios, in board order."""
-        from poolbench_data.boards.generate import generate
+    def boards(self) -> Iterator:
+        """The Scenarios, in board order, each made as it is read: the first of n = 10**9 comes at once."""
+        from poolbench_data.boards.generate import iter_scenarios
         from poolbench_data.core.records import Scenario
 
         if self.dataset_dir:
-            return [Scenario.from_row({c: r[c] for c in BOARD_COLUMNS}) for r in self._dataset_rows()]
-        return generate(self.n or DEFAULT_N, self.base_seed)
+            return (Scenario.from_row({c: r[c] for c in BOARD_COLUMNS}) for r in self._dataset_rows())
+        return iter_scenarios(self.n or DEFAULT_N, self.base_seed)

@@ -69,7 +69,7 @@ def write(config, targets: tuple[Path, Path], *, name: str, model: str, llm_reco
                   "seeds": {"scenario_seed": config.seed, "gen_seed": config.gen_seed},
                   "prompt_version": s["prompt_version"], "prompt_hash": prompt_hash(SYSTEM_PROMPT),
                   "n": config.n, "limit": config.limit or None, "categories": config.categories or None,
-                  "request_failures": len(llm_records) - len(answered)}
+                  "request_failures": len(llm_records) - len(answered), "command": command_line(config)}
     doc = results_json(answered, player=name, config=run_config, versions=versions(), boards=boards,
                        boards_total=config.n, total_s=total_s,
                        baselines={b: [r for r in base_records if r.player == b] for b in baselines})
@@ -89,17 +89,34 @@ def condition(config) -> str:
     return "_".join(parts) or "free_text"
 
 
-def command_line(config) -> str:
-    """`poolbench eval` with the flags of every setting that is not its default."""
-    import dataclasses
+# Flags about this machine's files (where the run writes, the dataset folder it reads), which the Hub file leaves
+# out so that its command runs elsewhere as printed: --split, --log_samples and --overwrite are read only with
+# another of them, and the boards stay named by --n and --seed.
+LOCAL_FLAGS = ("out", "output_path", "log_samples", "eval_results", "overwrite", "dataset_dir", "split")
 
-    args = []
+
+def command_line(config, hub_name: str | None = None) -> str:
+    """`poolbench eval` with the flags of every setting that is not its default, shell-quoted so that it runs as
+    printed, URL credentials masked (`redact`). With `hub_name`, the line for others (the Hub file), which names
+    no place on this machine: no LOCAL_FLAGS, --responses by its file's name, and a --model given as a local
+    path by `hub_name` (--name, else the model's own name)."""
+    import dataclasses
+    import shlex
+
+    from poolbench_data.llm.model import is_local_path
+    from poolbench_data.llm.openai_backend import redact
+
+    args = ["poolbench", "eval"]
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
-        if value == f.default or value is None:
+        if value == f.default or value is None or (hub_name is not None and f.name in LOCAL_FLAGS):
             continue
-        args.append(f"--{f.name}" if value is True else f"--{f.name} {value}")
-    return " ".join(["poolbench eval", *args])
+        if hub_name is not None and f.name == "responses":
+            value = Path(value).name
+        if hub_name is not None and f.name == "model" and is_local_path(value):
+            value = hub_name
+        args += [f"--{f.name}"] if value is True else [f"--{f.name}", redact(value)]
+    return shlex.join(args)
 
 
 def write_eval_results(config, name: str, summary: dict) -> None:
@@ -117,7 +134,7 @@ def write_eval_results(config, name: str, summary: dict) -> None:
     boards = f"{summary[name]['overall']['clean_pot']['n']} answers on {config.n} boards of seed {config.seed}"
     if config.limit or config.categories:
         boards += f" (--limit {config.limit or 'none'}, --categories {config.categories or 'all'})"
-    command = command_line(config)
+    command = command_line(config, hub_name=name)
     notes = (f"{how}; {boards}; T={config.temperature:g}, max_tokens={config.max_tokens}; poolbench-data "
              f"{version}: {command}")
     doc = eval_results.entries(summary[name]["overall"], dataset_id=config.eval_results_dataset,

@@ -64,8 +64,8 @@ def rescore(config: ScoreConfig):
     by_shot(rows, str(path))
     seed, n = boards_of(rows)
     first = rows[0]
-    return evaluate(EvalConfig(backend="replay", responses=str(path), name=config.name or first["player"],
-                               model=config.name or first["player"], n=n, seed=seed,
+    name, out = config.name or first["player"], config.out or str(path.parent) + "_rescored"
+    print(f"re-scoring {len(rows)} responses of {name} from {path}; the report goes to {out}/", flush=True)
+    return evaluate(EvalConfig(backend="replay", responses=str(path), name=name, model=name, n=n, seed=seed,
                                samples=1 + max(r["sample"] for r in rows), temperature=first["temperature"] or 0.0,
-                               out=config.out or str(path.parent) + "_rescored", boards=0, quiet=True,
-                               max_failed_share=config.max_failed_share))
+                               out=out, boards=0, quiet=True, max_failed_share=config.max_failed_share))

@@ -39,6 +39,7 @@ def evaluate(config: EvalConfig) -> EvalResult:
     from poolbench_data.boards.generate import generate
     from poolbench_data.evaluation.logs import engine_logs
     from poolbench_data.llm.player import REQUEST_FAILED, EvalSettings, conversations, llm_trace_rows
+    from poolbench_data.llm.model import model_name
     from poolbench_data.llm.registry import backend_spec
     from poolbench_data.players import check_players
     from poolbench_data.players.play import run_baselines
@@ -58,7 +59,7 @@ def evaluate(config: EvalConfig) -> EvalResult:
     if config.dataset_dir:  # every run says which data it used
         print(f"boards: {config.n} of {config.dataset_dir} split {config.split!r} (seed {config.seed})")
     model = checks.check_config(config)
-    name = config.name or Path(model).name
+    name = config.name or model_name(model)
     checks.check_name(config, name, baselines)
     scenarios = outputs.select(config, generate(config.n, config.seed))
     targets = outputs.paths(config, name)
@@ -94,7 +95,8 @@ def evaluate(config: EvalConfig) -> EvalResult:
     with open(out / "llm_traces.jsonl", "w") as f:
         for row in rows:
             f.write(json.dumps(row, sort_keys=True) + "\n")
-    result = {"report": report, "settings": settings.to_dict(), "backend": backend_settings, "usage": gen.usage,
+    result = {"command": outputs.command_line(config), "report": report, "settings": settings.to_dict(),
+              "backend": backend_settings, "usage": gen.usage,
               "failures": [f.to_dict() for f in gen.failures], "request_failures": failed,
               "incomplete": failed["incomplete"],
               "timing_s": {"baselines": t1 - t0, "generation_and_physics": gen_s},

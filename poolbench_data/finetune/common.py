@@ -12,7 +12,7 @@ from typing import Any
 
 from trl import ModelConfig, ScriptArguments
 
-from poolbench_data.config import in_project_style
+from poolbench_data.config import error_line, in_project_style
 from poolbench_data.report.pilot import BATCH_RECORD  # the loop reads what write_batch_record writes
 from poolbench_data.finetune.speed import (  # noqa: F401 - the scripts' API
     apply_speed_settings,
@@ -365,7 +365,7 @@ def command_line(main) -> int:
     except Exception as exc:  # noqa: BLE001 - re-raised unless marked
         if not getattr(exc, "poolbench_usage", False):
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(error_line(exc), file=sys.stderr)
         return 2
     return 0
 

@@ -18,7 +18,7 @@ from poolbench_data.config import parse, run_main
 from poolbench_data.core.errors import UserError, check_at_least, check_seed
 from poolbench_data.core.shutdown import stop_group, terminate_as_exit
 from poolbench_data.llm.model import EMBEDDED, resolve_model
-from poolbench_data.finetune.extra_args import check_script_args, words
+from poolbench_data.finetune.extra_args import builder_flags, check_stage_args, setting, words
 from poolbench_data.finetune.stamps import Stamps
 from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
 
@@ -39,7 +39,7 @@ class LoopArguments:
                                                    "packaged SmolLM2-135M-Instruct); evaluated before, and trained by "
                                                    "the SFT stage (over the recipe's model_name_or_path)."})
     sft_recipe: str = field(default="training/recipes/sft-smollm2-135m-cpu.yaml", metadata={"help": "SFT recipe."})
-    dpo_recipe: str = field(default="training/recipes/smollm2-135m-cpu.yaml", metadata={"help": "DPO recipe."})
+    dpo_recipe: str = field(default="training/recipes/dpo-smollm2-135m-cpu.yaml", metadata={"help": "DPO recipe."})
     track: str = field(default="free_text", metadata={"help": "free_text (the paper's protocol) or tools (the "
                                                                "model calls ghost_ball for the angle)."})
     work_dir: str = field(default="", metadata={"help": "Where every stage writes ('' = runs/loop, runs/loop-tools)."})
@@ -74,12 +74,18 @@ class LoopArguments:
                                  metadata={"help": "--model_args of every evaluation (the same for all models)."})
     sample_model_args: str = field(default="dtype=auto,enforce_eager=True,kv_cache_gib=8", metadata={
         "help": "--model_args of the sampling stage (auto: bf16 where the CPU has native bf16, else float32)."})
-    extra_sft_data_args: str = field(default="", metadata={"help": "More builders/build_sft.py arguments (e.g. "
-                                     "--tool_demo_order listed with --track tools)."})
+    # The tool track's builder settings, handed on as given ('' = the builder's default): finetune.extra_args.
+    tool_demo_order: str = field(default="", metadata={"help": "--track tools: builders/build_sft.py "
+                                 "--tool_demo_order (listed or oracle; '' = the builder's default)."})
+    tool_demo_speeds: str = field(default="", metadata={"help": "--track tools: builders/build_sft.py "
+                                  "--tool_demo_speeds (comma-separated m/s; '' = the builder's default)."})
+    tool_sources: str = field(default="", metadata={"help": "--track tools: builders/build_pairs.py "
+                              "--tool_sources (comma-separated; '' = the builder's default)."})
+    extra_sft_data_args: str = field(default="", metadata={"help": "More builders/build_sft.py arguments, as one "
+                                     "string (e.g. --at_cap_no_pot_share 0.5)."})
     extra_sft_args: str = field(default="", metadata={"help": "More training/sft.py arguments."})
-    extra_pairs_args: str = field(default="", metadata={"help": "More builders/build_pairs.py arguments (e.g. "
-                                  "--tool_sources tool-on-policy,tool-at-cap for the on-policy pairs alone; one "
-                                  "flag alone takes '=': --extra_pairs_args=--tool_robust)."})
+    extra_pairs_args: str = field(default="", metadata={"help": "More builders/build_pairs.py arguments, as one "
+                                  "string (one flag alone takes '=': --extra_pairs_args=--tool_robust)."})
     extra_dpo_args: str = field(default="", metadata={"help": "More training/dpo.py arguments."})
     extra_grpo_args: str = field(default="", metadata={"help": "More training/grpo.py arguments (--track tools)."})
     results_json: str = field(default="", metadata={"help": "Also write the before/after JSON here."})
@@ -181,14 +187,14 @@ class Loop:
         config = "sft_tools" if self.tools else "sft"
         self.once("sft_data", self.data / "data" / config, ("dataset",), [
             self.py, "builders/build_sft.py", "--dataset_dir", str(self.data), *(["--tools"] if self.tools else []),
+            *builder_flags(self.a, "tool_demo_order", "tool_demo_speeds"),
             *words(self.a.extra_sft_data_args, "--extra_sft_data_args")])
 
     def sft(self):
         # Examples and optimizer steps convert by the rows a step (batch x accumulation, on one process).
         per_step = 1
         for key in ("per_device_train_batch_size", "gradient_accumulation_steps"):
-            per_step *= int(_override(self.a.extra_sft_args, key, "--extra_sft_args")
-                            or _recipe_value(self.root / self.sft_recipe, key, 1))
+            per_step *= int(setting(self.a.extra_sft_args, "--extra_sft_args", self.root / self.sft_recipe, key, 1))
         extra = ["--max_steps", str(max(1, self.a.sft_examples // per_step))] if self.a.sft_examples else []
         if self.a.sft_eval_every:
             extra += ["--save_strategy", "steps", "--save_steps", str(max(1, self.a.sft_eval_every // per_step)),
@@ -219,7 +225,7 @@ class Loop:
         self.once("pairs", self.data / "data" / config, ("eval_samples", "dataset"), [
             self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data),
             *(["--tool_eval_dir", str(self.work / "samples")] if self.tools else []),
-            *words(self.a.extra_pairs_args, "--extra_pairs_args")])
+            *builder_flags(self.a, "tool_sources"), *words(self.a.extra_pairs_args, "--extra_pairs_args")])
 
     def dpo(self):
         steps = ["--max_steps", str(self.a.dpo_steps)] if self.a.dpo_steps else []
@@ -290,17 +296,6 @@ class Loop:
         print(scaling_table(self.work))
 
 
-def _override(args: str, key: str, flag: str) -> str | None:
-    given = words(args, flag)
-    return given[given.index(f"--{key}") + 1] if f"--{key}" in given[:-1] else None
-
-
-def _recipe_value(recipe: Path, key: str, default):
-    import yaml
-
-    return yaml.safe_load(recipe.read_text()).get(key, default)
-
-
 def servable(checkpoint: Path) -> Path:
     """A folder vLLM can load: the checkpoint itself, or its LoRA adapter merged."""
     if not (checkpoint / "adapter_config.json").exists():
@@ -318,15 +313,19 @@ def servable(checkpoint: Path) -> Path:
     return merged
 
 
+RECIPE_FIELDS = ("sft_recipe", "dpo_recipe", "tools_sft_recipe", "tools_dpo_recipe", "grpo_recipe")
+
+
 def check_inputs(loop: Loop) -> None:
-    """Every input a stage may read, before the first stage runs: the recipes, the evaluation's and scripts' extra
-    arguments, the models named by path (made absolute: the stages run from the repository root), output paths."""
+    """Every input a stage may read, before the first stage runs: the recipes, the evaluation's arguments, what the
+    stages' scripts are handed (finetune.extra_args), the models named by path (made absolute: the stages run from
+    the repository root), output paths."""
     from poolbench_data.core.errors import check_output_dir, check_output_file
     from poolbench_data.llm.vllm_backend import parse_model_args
 
     a = loop.a
     # Every recipe, whichever stages run: a typo in one named for a later run is still a typo.
-    for name in ("sft_recipe", "dpo_recipe", "tools_sft_recipe", "tools_dpo_recipe", "grpo_recipe"):
+    for name in RECIPE_FIELDS:
         if not getattr(a, name) or not (loop.root / getattr(a, name)).is_file():
             raise UserError(f"--{name} {getattr(a, name)!r}: no such recipe (paths are from the repository root, "
                             f"{loop.root}); pick one in training/recipes/")
@@ -335,9 +334,7 @@ def check_inputs(loop: Loop) -> None:
             parse_model_args(getattr(a, name))
         except ValueError as e:
             raise UserError(f"--{name}: {e}") from None
-    for name, script in (("sft_data", "builders/build_sft.py"), ("sft", "training/sft.py"),
-                         ("dpo", "training/dpo.py"), ("grpo", "training/grpo.py"), ("pairs", "builders/build_pairs.py")):
-        check_script_args(loop.root, script, getattr(a, f"extra_{name}_args"), f"--extra_{name}_args")
+    check_stage_args(loop.root, a)
     for name in ("model", "free_text_model"):
         path = getattr(a, name)
         if path != EMBEDDED and (path or name == "model"):  # free_text_model '' means none; --model '' is a mistake

@@ -1,7 +1,7 @@
 """What built each output of the loop, so a resumed loop never trains on the wrong data.
 
 A stage whose output exists is skipped (the loop resumes). Skipped blindly, a changed flag is lost without a
-word: a loop resumed with another --extra_pairs_args would train DPO on the pairs built with the old ones.
+word: a loop resumed with other --tool_sources would train DPO on the pairs built with the old ones.
 Each stage that ran leaves WORK_DIR/stamps/<key>.json: its command (or evaluation config) and the digests of the
 stamps of the outputs it read. An existing output whose stamp says otherwise is refused in one line before the
 stage would have run; an output without a stamp (built by hand, or by a version that keeps none) is used as it is.

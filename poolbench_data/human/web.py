@@ -17,7 +17,8 @@ Any page a person opens can send requests to 127.0.0.1, so every /api/ request m
 this page (`refusal`, one place): the server's token, drawn when it starts and written into the page, in the
 X-PoolBench-Token header (another site cannot read the page, so cannot know it); a POST also needs an Origin
 of this server and a JSON body (Content-Type application/json, a Content-Length, one JSON object). Anything
-else is answered 403, 411, 413, 415 or 400 with a line saying why, and nothing is recorded.
+else is answered 403, 411, 413, 415 or 400 with a line saying why, and nothing is recorded. No other site may
+frame the page either: every response forbids it (X-Frame-Options, Content-Security-Policy frame-ancestors).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ GRACE_S = 10.0  # after scoring, how long the page has to fetch the report befor
 READ_TIMEOUT_S = 30.0  # a request whose body never comes in full is dropped, not waited on forever
 TOKEN_HEADER = "X-PoolBench-Token"
 TOKEN_SLOT = b"{{POOLBENCH_TOKEN}}"  # where web_page.html holds the server's token
+# On every response: no page elsewhere may show this one in a frame and lure clicks onto it. The policy names
+# frame-ancestors only, so the page's inline script and style run as written.
+FRAMING_HEADERS = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'"}
 # Every request that reads or changes the game: `refusal` checks each of them the same way.
 ENDPOINTS = {("GET", "/api/state"): "state", ("POST", "/api/answer"): "answer", ("POST", "/api/stop"): "stop"}
 
@@ -177,6 +181,12 @@ def _handler(game: Game, page: bytes, port: int, token: str):
 
         def log_message(self, *args):  # the console tells the shots, not every request
             pass
+
+        def end_headers(self):
+            # Every response, the server's own errors included: no other site may frame the page (clickjacking).
+            for name, value in FRAMING_HEADERS.items():
+                self.send_header(name, value)
+            super().end_headers()
 
         def _send(self, code: int, body: bytes, kind: str = "application/json") -> None:
             self.send_response(code)

@@ -9,19 +9,17 @@ backend loads.
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import logging
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
-
-logger = logging.getLogger("poolbench.llm")
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 EMBEDDED = "embedded"  # the name every entry point (eval, training, the loop) gives the embedded model
@@ -212,15 +210,28 @@ def _looks_like_path(model: str) -> bool:
     return len(model) > 1 and model[1] == ":"  # Windows drive letter
 
 
+def is_local_path(model: str) -> bool:
+    """Whether `model` names a place on this machine (an existing path, or text shaped as one) rather than a
+    Hub id, a served model's name or `embedded`: files meant for others name such a model otherwise."""
+    if model == EMBEDDED:
+        return False
+    try:
+        if Path(model).expanduser().exists():
+            return True
+    except OSError:  # a name too long for a path
+        pass
+    return _looks_like_path(model) or not _is_repo_id(model)
+
+
 def resolve_model(model: str | os.PathLike[str] | None, field: str = "model") -> str:
     """The one check of a user's model argument (the evaluator's `--model`, the training scripts'
     `model_name_or_path`): what vLLM/transformers should load, or an error naming `field` and the fix, in
     milliseconds, before any data or weights load.
 
     None or `EMBEDDED` -> the embedded default (converted on first use); an existing local folder with a
-    config.json -> its absolute path; a path that does not exist -> FileNotFoundError; anything else must be a
-    Hub id, returned unchanged once it is found: in the local cache when HF_HUB_OFFLINE is set, else on the Hub
-    (a network error skips the check: loading will say more).
+    config.json -> its absolute path; a path that does not exist (or a name too long for a path) ->
+    FileNotFoundError; anything else must be a Hub id, returned unchanged once it can be loaded: in the local
+    cache when HF_HUB_OFFLINE is set, else on the Hub, else (the Hub cannot be reached) in the local cache.
     """
     if model is None or model == EMBEDDED:
         return str(default_model_dir())
@@ -230,6 +241,12 @@ def resolve_model(model: str | os.PathLike[str] | None, field: str = "model") ->
     if not text.strip():
         raise ValueError(f"{field} is empty. {fix}")
     path = Path(text).expanduser()
+    try:
+        path.stat()
+    except OSError as exc:  # a name too long for a path is no folder, and far too long for a Hub id
+        if exc.errno == errno.ENAMETOOLONG:
+            raise FileNotFoundError(f"{field}={text[:40]!r}... ({len(text)} characters) is too long for a local "
+                                    f"folder's name and for a Hub id. {fix}") from None
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{field}={text!r} is a folder but has no config.json, so it is not a Hugging "
@@ -243,10 +260,18 @@ def resolve_model(model: str | os.PathLike[str] | None, field: str = "model") ->
     if isinstance(model, os.PathLike) or _looks_like_path(text) or not _is_repo_id(text):
         raise FileNotFoundError(f"{field}={text!r} does not exist (no such local folder, and not a Hub id). "
                                 f"{fix}")
-    if _hub_model_found(text) is False:
+    found = _hub_model_found(text)
+    if found is False:
         where = "in the local cache (HF_HUB_OFFLINE is set)" if _offline() else "on the Hub"
         raise FileNotFoundError(f"{field}={text!r} does not exist as a local folder nor as a Hub model {where}. "
                                 f"{fix}")
+    if found is None:
+        from huggingface_hub import constants
+
+        raise FileNotFoundError(f"{field}={text!r} is neither a local folder nor in the local Hugging Face cache, "
+                                f"and the Hub ({constants.ENDPOINT}) cannot be reached to fetch it. Fix: download "
+                                f"it where the Hub can be reached (`hf download {text}`), or pass a local model "
+                                "folder (with config.json).")
     return text
 
 
@@ -269,17 +294,19 @@ def _offline() -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _hub_model_found(repo_id: str) -> bool | None:
-    """Whether a Hub model exists: in the local cache when offline, else on the Hub; None when the Hub cannot
-    be reached (not proof that it is missing). Once a process: an evaluation resolves its model several times."""
+    """Whether a Hub model can be loaded: in the local cache when offline, else on the Hub, else (the Hub
+    cannot be reached) in the local cache, where loading finds it; None when the Hub cannot be reached and the
+    cache lacks it (not proof that it is missing). Once a process: an evaluation resolves its model several
+    times."""
     from huggingface_hub import repo_exists, try_to_load_from_cache
 
+    cached = isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
     if _offline():
-        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+        return cached
     try:
         return repo_exists(repo_id, repo_type="model")
-    except Exception as exc:  # network trouble
-        logger.warning("could not check that %s exists on the Hub (%s); loading will tell", repo_id, exc)
-        return None
+    except Exception:  # noqa: BLE001 - network trouble
+        return True if cached else None
 
 
 def model_info(model: str | os.PathLike[str] | None) -> dict[str, Any]:
@@ -307,3 +334,42 @@ def model_info(model: str | os.PathLike[str] | None) -> dict[str, Any]:
     except ImportError:
         pass
     return info
+
+
+# Folders a training run writes its model into (finetune.common): named for what they are, not for the model.
+RUN_OUTPUTS = ("merged", "adapter")
+
+
+def model_name(model: str) -> str:
+    """What the evaluator calls a model when no --name is given: a model folder's own name from its model card
+    (README.md's `model_name:`, as TRL writes it); for a training run's output (`merged/`, `adapter/`,
+    `checkpoint-N/`), the run's card or the run folder's name (runs/sft/merged -> sft, runs/sft/checkpoint-40 ->
+    sft-checkpoint-40), never the generic folder's; else the folder's name or the Hub id's last part.
+
+    config.json's `_name_or_path` is not read: transformers 5 does not save it, and where an older version did,
+    a fine-tuned model's holds the base model it was loaded from."""
+    path = Path(model)
+    own = _card_name(path)
+    if own:
+        return own
+    if path.name in RUN_OUTPUTS or path.name.startswith("checkpoint-"):
+        run = path.parent
+        if run.name:
+            base = _card_name(run) or run.name
+            return base if path.name in RUN_OUTPUTS else f"{base}-{path.name}"
+    return path.name or model
+
+
+def _card_name(folder: Path) -> str | None:
+    """`model_name` of a folder's model card (README.md's YAML front matter), if it has one."""
+    import yaml
+
+    try:
+        text = (folder / "README.md").read_text(encoding="utf-8")
+        if not text.startswith("---"):
+            return None
+        card = yaml.safe_load(text.split("---", 2)[1])
+    except (OSError, UnicodeDecodeError, IndexError, yaml.YAMLError):
+        return None
+    name = card.get("model_name") if isinstance(card, dict) else None
+    return name.strip() if isinstance(name, str) and name.strip() and "/" not in name else None

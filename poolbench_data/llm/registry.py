@@ -42,7 +42,7 @@ def _engine_kwargs(config) -> dict:
 def _vllm_resolve(config) -> str:
     from poolbench_data.llm.model import resolve_model
 
-    return resolve_model(config.model)
+    return resolve_model(config.model, field="--model")
 
 
 def _vllm(config, model: str, scenario_ids: Sequence[str]) -> Backend:

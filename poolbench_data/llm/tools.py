@@ -7,7 +7,13 @@ one paragraph appended to the system prompt (`TOOL_NOTE`; SmolLM2's template,
 like many, ignores `tools`). A call is read from the text in the Hermes form
 `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, which is what
 tool-trained open models write and what the OpenAI backend turns a
-structured `tool_calls` answer into, so both backends share one loop.
+structured `tool_calls` answer into, so both backends share one loop. Only
+calls outside the model's reasoning count (`tool_calls`): a call written
+inside <think> ... </think> or in a server's `reasoning_content` is not run.
+A vLLM server with a reasoning parser looks for structured calls in the
+content only; one without cuts the content at the first call it parses,
+so a call inside an open <think> leaves the thought unclosed and every call
+after it is read as reasoning too.
 
 A shot makes at most `max_calls` calls, counted call by call (a turn may
 hold several; a malformed one counts too): each call past the cap is refused
@@ -34,7 +40,7 @@ from poolbench_data.core.table import POCKET_IDS
 from poolbench_data.core.shutdown import stop_if_requested
 from poolbench_data.llm.player import EvalSettings, answer_record
 from poolbench_data.players.play import ShotRecord
-from poolbench_data.protocol.parsing import decode_json, read_ball, read_target
+from poolbench_data.protocol.parsing import decode_json, read_ball, read_target, strip_think
 
 TOOL_NAME = "ghost_ball"
 TOOLS = [{
@@ -100,8 +106,10 @@ def with_tool_note(convs: list[list[dict]]) -> list[list[dict]]:
 
 
 def tool_calls(text: str) -> list[dict]:
-    """The calls written in `text`: [{"name", "arguments"}], each read by `read_call`."""
-    return [read_call(body) for body in _CALL.findall(text or "")]
+    """The calls written in `text` outside its reasoning: [{"name", "arguments"}], each read by `read_call`.
+    Reasoning is no action: a call inside <think> ... </think> (where every backend puts the reasoning a server
+    returns apart, `reasoning_content`) is a thought about calling, as `parse_action` reads past it."""
+    return [read_call(body) for body in _CALL.findall(strip_think(text or ""))]
 
 
 def read_call(body: str) -> dict:

@@ -20,6 +20,7 @@ from poolbench_data.llm.backend import (
     validate_request,
 )
 from poolbench_data.llm.model import cpu_engine_dtype, model_info, resolve_model
+from poolbench_data.players.pool import main_module_hidden
 from poolbench_data.protocol.parsing import THINK_CLOSE, THINK_OPEN, reasoning_text
 from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 
@@ -105,9 +106,10 @@ def cpu_safe_engine_kwargs(max_model_len: int) -> dict[str, Any]:
 
 
 class VLLMBackend:
-    """vLLM in this process. Create it under `if __name__ == "__main__":`:
-    the engine spawns worker processes. Call `close()` (or use `with`) to
-    free the engine before starting another one."""
+    """vLLM in this process. The engine's processes start without the
+    caller's main module (players.pool.main_module_hidden), so a plain script
+    can create it. Call `close()` (or use `with`) to free the engine before
+    starting another one."""
 
     name = "vllm"
 
@@ -156,7 +158,8 @@ class VLLMBackend:
         sockets = self._resources.enter_context(socket_folder())
         started = time.perf_counter()
         try:
-            with environment({**self.engine_env, **sockets}):  # read by the engine's processes as they start
+            # the environment is read by the engine's processes as they start; vLLM spawns them on a CPU
+            with environment({**self.engine_env, **sockets}), main_module_hidden():
                 self.llm: Any = LLM(**kwargs)
         except BaseException:
             self._resources.close()

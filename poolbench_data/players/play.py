@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from poolbench_data.boards.generate import generate_scenario
 from poolbench_data.boards.pottable import Pottability, straight_pottable
+from poolbench_data.core.errors import SimulatorError
 from poolbench_data.core.physics import simulate
 from poolbench_data.core.records import InvalidScenario, Metrics, Scenario, Shot, ShotResult
 from poolbench_data.core.scoring import score, score_not_fired
@@ -138,8 +139,40 @@ def _run_baselines(scenarios, names, workers, label, total, progress, floor, exe
 
     tasks = ((s, names, label, floor) for s in scenarios)
     bar = tqdm(total=total, desc="baselines", unit="scenario", disable=not progress)
+    failures = EngineFailures()
     for run in imap(_task, tasks, workers, executor, address):
         stop_if_requested()
+        failures.add(run.records)
         yield run
         bar.update()
     bar.close()
+    failures.check(done=True)
+
+
+# Fired shots that all failed in the simulator before a run stops: a working engine fails none of the first few.
+ALL_FAILED_AFTER = 20
+
+
+class EngineFailures:
+    """A run's fired shots and those the simulator failed (status `error`). A run whose fired shots all fail
+    measures nothing (every player at 0% contact, 100% fouls): it stops with a SimulatorError once
+    ALL_FAILED_AFTER shots have failed with none simulated, or at its end."""
+
+    def __init__(self):
+        self.fired = self.failed = 0
+        self.first = ""
+
+    def add(self, records: Iterable[ShotRecord]) -> None:
+        for r in records:
+            if r.result is not None:
+                self.fired += 1
+                if r.result.status == "error":
+                    self.failed += 1
+                    self.first = self.first or (r.result.message.splitlines() or [""])[0]
+        self.check()
+
+    def check(self, done: bool = False) -> None:
+        if self.fired and self.failed == self.fired and (done or self.fired >= ALL_FAILED_AFTER):
+            raise SimulatorError(f"the simulator failed all {self.fired} shots played (the first: {self.first}); "
+                                 "no result can be scored: check that pooltool runs here (python -c 'import "
+                                 "pooltool')")

@@ -4,17 +4,20 @@ Two executors, chosen by name (EXECUTORS): `local`, a process pool on this
 machine, and `ray`, tasks on a Ray cluster (past one machine). pooltool is
 pure Python plus numba; processes scale, threads do not. Each local worker
 holds ~350 MB, so there are never more workers than cores, and a worker ends
-when its parent does (a killed builder must not leave them behind).
+when its parent does (a killed builder must not leave them behind). A local
+worker never imports the caller's main module, so a plain script (no
+`if __name__ == "__main__":` guard, or read from stdin) can call the library.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import multiprocessing as mp
 import os
+import sys
 import threading
 import time
+import types
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
@@ -72,9 +75,9 @@ def _init_worker(parent: int):
 
 # The workers are the parallelism: a worker's numpy would otherwise start a
 # BLAS thread per core, and 2 workers would run 4 busy threads on 2 cores (more
-# CPU for the same boards). Set only while the workers are spawned
-# (the child reads them at start; by its initializer numpy is loaded), and
-# never over a value the user set.
+# CPU for the same boards). Set only while a worker is spawned (the child reads
+# them at start; by its initializer numpy is loaded), and never over a value the
+# user set.
 _ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -89,21 +92,58 @@ def _one_thread_each():
             os.environ.pop(k, None)
 
 
+# Held while the main module is hidden: one thread at a time swaps it out, and puts back what it found.
+_HIDING = threading.RLock()
+
+
+@contextlib.contextmanager
+def main_module_hidden():
+    """sys.modules["__main__"] as a module with no file and no spec inside the block, one thread at a time.
+    multiprocessing's spawn (and forkserver) hands a child the main module's path or name, and the child runs it
+    again as `__mp_main__`: a script without an `if __name__ == "__main__":` guard then starts its own work in
+    every worker (which refuses to start processes while importing: RuntimeError, BrokenProcessPool), and a
+    script read from stdin names a file `<stdin>` that does not exist. What a worker runs is the library's own
+    functions and records, so it needs nothing from the caller's main module. The vLLM engine starts its
+    processes under it too (llm.vllm_backend)."""
+    with _HIDING:
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            sys.modules["__main__"] = main
+
+
+class _WorkerProcess(mp.context.SpawnProcess):
+    """A spawned pool worker: one BLAS thread, and the caller's main module not imported (one worker spawned at
+    a time: the environment is changed inside main_module_hidden's lock)."""
+
+    @staticmethod
+    def _Popen(process_obj):
+        with main_module_hidden(), _one_thread_each():
+            return mp.context.SpawnProcess._Popen(process_obj)
+
+
+class _WorkerContext(mp.context.SpawnContext):
+    """spawn, whose processes are _WorkerProcess: a forked child would inherit tqdm's monitor thread and locks."""
+
+    Process = _WorkerProcess
+
+
 def imap_bounded(fn, items: Iterable, workers: int, in_flight: int = 16) -> Iterator:
     """Ordered parallel map that keeps at most workers * in_flight tasks
     queued, so a 100,000-scenario run streams in bounded memory. The window
     is wide because results come out in order: a board whose search runs
     long holds the head, and the other workers keep going meanwhile (4 a
-    worker left them idle behind it; a result is ~10 KB).
-    spawn: a forked child would inherit tqdm's monitor thread and locks."""
+    worker left them idle behind it; a result is ~10 KB). `fn` and the items
+    are pickled by reference to their modules: never the caller's main module
+    (_WorkerProcess)."""
     from collections import deque
 
     items = iter(items)
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+    with ProcessPoolExecutor(workers, mp_context=_WorkerContext(), initializer=_init_worker,
                              initargs=(os.getpid(),)) as ex:
         queue: deque = deque()
-        with _one_thread_each():  # spawn workers start on demand: one per submit, up to `workers`
-            queue.extend(ex.submit(fn, item) for item in itertools.islice(items, workers))
         for item in items:
             queue.append(ex.submit(fn, item))
             if len(queue) >= workers * in_flight:

@@ -67,7 +67,7 @@ def pilot_result(work: Path, after_label: str, sft_rows_available: int | None) -
     p = mcnemar_ps(before, after, {"legal_contact": lambda r: bool(r["legal_contact"]),
                                    "own_potted": lambda r: bool(r["own_potted"]),
                                    "parseable": lambda r: r["parse_status"] == "ok"})
-    baseline = baseline_counts(work / "after", ("random", "heuristic-centre"))
+    baseline = baseline_counts(work / "after", ("random", "heuristic-centre", "oracle"))
     return {
         "after_model": after_label,
         "n": len(before),
@@ -75,6 +75,7 @@ def pilot_result(work: Path, after_label: str, sft_rows_available: int | None) -
         "after": player_stats(after),
         "random": baseline.get("random", {}),
         "heuristic_centre": baseline.get("heuristic-centre", {}),
+        "oracle": baseline.get("oracle"),  # the ceiling the figures draw
         "mcnemar_p": p,
         "sft_examples": examples_seen(work / "sft"),
         "sft_rows_available": sft_rows_available,
@@ -138,7 +139,7 @@ def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
     that did not run is null, never a zero. `available`: rows of the dataset's sft_tools and pairs_tools configs
     (None: not built)."""
     sft = load_traces(work / "sft" / "llm_traces.jsonl")
-    baseline = baseline_counts(work / "sft", ("random", "heuristic-centre", "heuristic"))
+    baseline = baseline_counts(work / "sft", ("random", "heuristic-centre", "heuristic", "oracle"))
     tests = {"clean_pot": lambda r: bool(r["clean_pot"]), "own_potted": lambda r: bool(r["own_potted"])}
     p = {f"{name}_vs_sft": mcnemar_ps(sft, load_traces(work / name / "llm_traces.jsonl"), tests)
          for name in ("dpo", "grpo") if (work / name / "llm_traces.jsonl").exists()}
@@ -148,6 +149,7 @@ def pilot_tools_result(work: Path, available: dict[str, int | None]) -> dict:
         "random": baseline.get("random"),
         "heuristic_centre": baseline.get("heuristic-centre"),
         "heuristic_potpoint": baseline.get("heuristic"),
+        "oracle": baseline.get("oracle"),  # the ceiling the figures draw
         "sft": tool_stats(work / "sft", sft),
         "dpo": tool_stats(work / "dpo"),
         "grpo": tool_stats(work / "grpo"),
@@ -181,16 +183,20 @@ def tool_version(work: Path) -> str | None:
 
 
 def scaling_rows(work: Path) -> list[dict]:
-    """before, SFT checkpoints by examples seen, the final SFT model, then DPO."""
+    """before, SFT checkpoints by examples seen, the final SFT model (by the examples it saw, where the run
+    recorded its batch), then DPO; each with `shots`, the shots its counts are of."""
     rows = []
     names = ["before"] + sorted((p.name for p in work.glob("sft-*") if p.name[4:].isdigit()),
                                 key=lambda n: int(n[4:])) + ["sft", "after"]
+    final = examples_seen(work / "sft")
     for name in names:
         traces = work / name / "llm_traces.jsonl"
         if traces.exists():
-            label = {"before": "base (0 examples)", "sft": "SFT (all)", "after": "after"}.get(
+            label = {"before": "base (0 examples)", "after": "after",
+                     "sft": "SFT (final)" if final is None else f"SFT ({final} examples)"}.get(
                 name, f"SFT ({name[4:]} examples)")
-            rows.append({"model": label, **player_stats(load_traces(traces))})
+            shots = load_traces(traces)
+            rows.append({"model": label, "shots": len(shots), **player_stats(shots)})
     return rows
 
 
@@ -199,7 +205,10 @@ def scaling_table(work: Path) -> str:
     cols = ("parseable", "legal_contact", "own_potted", "clean_pot", "foul", "median_abs_angle_error_deg",
             "distinct_aims")
     head = f"{'model':22}" + "".join(f"{c[:13]:>14}" for c in cols)
-    lines = ["Supervised budget and DPO on the held-out boards (counts of 50)", head, "-" * len(head)]
+    shots = sorted({r["shots"] for r in rows})
+    of = f"counts of {shots[0]}" if len(shots) == 1 else "counts of each row's shots: " + ", ".join(
+        f"{r['model']} {r['shots']}" for r in rows)
+    lines = [f"Supervised budget and DPO on the held-out boards ({of})", head, "-" * len(head)]
     for r in rows:
         lines.append(f"{r['model']:22}" + "".join(f"{'-' if r[c] is None else r[c]!s:>14}" for c in cols))
     return "\n".join(lines)
