@@ -13,8 +13,9 @@ stays cheap):
 Subpackages, in the order the data flows (each imports only those before it):
 core (records, table, geometry, physics, scoring) -> boards (generation,
 categories, pottability) -> players (baselines, the play loop, diagnostics)
-and protocol (prompts, parsing) -> llm (backends, the LLM player) and report
-(tables, stats, rendering) -> demos (SFT demonstrations) -> checks (what
+and protocol (prompts, parsing) -> games (nine-ball and run-outs played shot
+by shot) -> llm (backends, the LLM player) and report (tables, stats,
+rendering) -> demos (SFT demonstrations) -> checks (what
 every training set passes) -> pairs (preference pairs) -> hub (datasets) and
 rl (the TRL environment, rewards) -> evaluation (`evaluate(config)`, the
 baselines, re-scoring) -> human (the human baseline) and config (the one
@@ -37,6 +38,7 @@ _API = {
     "messages": "protocol.prompts", "format_action": "protocol.prompts", "parse_action": "protocol.parsing",
     "make_backend": "llm.registry", "evaluate_model": "llm.player",
     "evaluate": "evaluation", "EvalConfig": "evaluation", "EvalResult": "evaluation",
+    "GameState": "games.records", "start_game": "games.step", "step": "games.step", "play_episode": "games.play",
 }
 __all__ = sorted(_API)
 

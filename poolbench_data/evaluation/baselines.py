@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
+from poolbench_data.games.records import GAMES
 from poolbench_data.players import BASELINES, DEFAULT_BASELINES
 
 
@@ -28,6 +29,15 @@ class BaselineConfig:
     out: str = field(default="results/baselines.json", metadata={"help": "JSON results path ('' to skip)"})
     no_label: bool = field(default=False, metadata={"help": "skip straight-pottability labels"})
     quiet: bool = field(default=False, metadata={"help": "no progress bar"})
+    game: str = field(default="shot", metadata={
+        "choices": ("shot",) + GAMES,
+        "help": "shot (the default): one shot a board (the paper's table); nineball: DeepPHY's nine-ball task on "
+                "its one rack; nineball-seeded: a rack per episode; runout: an eight-ball visit from each board "
+                "(docs/games.md). "
+                "With a game, --n counts episodes, --players defaults to the game's baselines and --out to "
+                "results/baselines_GAME.json"})
+    attempts: int = field(default=15, metadata={"help": "with --game: the most attempts an episode takes "
+                                                        "(DeepPHY's 15)"})
 
 
 @dataclass(frozen=True)
@@ -45,9 +55,9 @@ class BaselineResult:
 
 def baselines(config: BaselineConfig) -> BaselineResult:
     """Check the config (before any work), play the baselines on the boards, print the table and the
-    pottability notes, write the JSON results."""
+    pottability notes, write the JSON results. A --game is played by evaluation.game_baselines."""
     from poolbench_data.boards.generate import iter_specs
-    from poolbench_data.core.errors import check_at_least, check_output_file, check_seed
+    from poolbench_data.core.errors import UserError, check_at_least, check_output_file, check_seed
     from poolbench_data.players import check_players
     from poolbench_data.players.play import run_baselines
     from poolbench_data.players.pool import check_executor, resolve_workers
@@ -55,6 +65,10 @@ def baselines(config: BaselineConfig) -> BaselineResult:
     from poolbench_data.report.tables import format_categories, format_table, pottable_summary, summarize
 
     check_at_least("--n", config.n, 1)
+    check_at_least("--attempts", config.attempts, 1)
+    if config.game != "shot":
+        raise UserError(f"--game {config.game}: baselines() plays single shots; play a game with "
+                        "evaluation.game_baselines.game_baselines(config), as `poolbench baseline --game` does")
     check_seed("--seed", config.seed)
     workers = resolve_workers(config.workers)
     names = check_players(config.players.split(","), "--players")

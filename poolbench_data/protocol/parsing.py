@@ -42,7 +42,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from poolbench_data.core.records import CUE, OBJECT_BALLS, InvalidShot, Scenario, Shot
+from poolbench_data.core.records import CUE, DEFAULT_B, OBJECT_BALLS, InvalidShot, Scenario, Shot
 from poolbench_data.core.table import POCKET_IDS, geometry
 
 PARSE_FAILURES = (
@@ -60,6 +60,9 @@ PARSE_FAILURES = (
 )
 PARSE_STATUSES = ("ok",) + PARSE_FAILURES
 FIELDS = ("target_ball", "target_pocket", "aim_angle_deg", "cue_speed")
+# Optional with `spin=True` (the games' action): the cue tip's offsets, as Shot.a and Shot.b; absent, the paper's
+# defaults (no side spin, its small top spin). Without `spin` they are extra keys, ignored as any other.
+SPIN_FIELDS = ("a", "b")
 POCKET_TOLERANCE = 0.15  # metres from a pocket centre; see module docstring
 # Bounds on pathological text. An action nests 2 deep and has 2 fragments
 # ('{' and '['); decoding fails in O(position), so unbounded bracket-dense
@@ -282,7 +285,7 @@ def _pocket(value) -> str:
     return best.id
 
 
-def _shot(obj: dict, scenario: Scenario) -> tuple[Shot, str]:
+def _shot(obj: dict, scenario: Scenario, spin: bool = False) -> tuple[Shot, str]:
     """Checks run in a fixed order (fields, numbers, ball, pocket, ranges); the first failure is reported."""
     missing = [f for f in FIELDS if f not in obj]
     if missing:
@@ -290,13 +293,14 @@ def _shot(obj: dict, scenario: Scenario) -> tuple[Shot, str]:
                                      f"keys present: {_show(list(obj))}")
     phi = _number(obj["aim_angle_deg"], "aim_angle_deg")
     v0 = _number(obj["cue_speed"], "cue_speed")
+    a, b = (_number(obj[f], f) if spin and f in obj else d for f, d in zip(SPIN_FIELDS, (0.0, DEFAULT_B)))
     ball = _ball(obj["target_ball"], scenario)
     pocket = _pocket(obj["target_pocket"])
     try:
-        shot = Shot(phi, v0, target_ball=ball, target_pocket=pocket).validated()
+        shot = Shot(phi, v0, a, b, target_ball=ball, target_pocket=pocket).validated()
     except InvalidShot as e:
         raise _Fail(e.reason if e.reason in PARSE_FAILURES else "out-of-range", str(e)) from None
-    extra = [k for k in obj if k not in FIELDS]
+    extra = [k for k in obj if k not in FIELDS and not (spin and k in SPIN_FIELDS)]
     return shot, (f"ignored extra key(s) {_show(extra)}" if extra else "")
 
 
@@ -325,8 +329,9 @@ def _single_object(text: str) -> dict:
     raise _Fail("no-json", f"no JSON object in a {len(text)}-character response")
 
 
-def parse_action(text: str | None, scenario: Scenario) -> ParseResult:
-    """Parse a response into a validated Shot. Never raises on str or None input."""
+def parse_action(text: str | None, scenario: Scenario, spin: bool = False) -> ParseResult:
+    """Parse a response into a validated Shot. Never raises on str or None input. `spin`: the optional fields
+    a and b (SPIN_FIELDS) are read, under the same number and range checks as the others."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     if text is None or (isinstance(text, str) and not text.strip()):
@@ -338,7 +343,7 @@ def parse_action(text: str | None, scenario: Scenario) -> ParseResult:
         return ParseResult("no-json", None, "only reasoning (<think>) text, no answer after it")
     try:
         obj = _single_object(answer)
-        shot, note = _shot(obj, scenario)
+        shot, note = _shot(obj, scenario, spin)
     except _Fail as f:
         return ParseResult(f.status, None, f.message)
     return ParseResult("ok", shot, note)
