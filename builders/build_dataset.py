@@ -1,6 +1,6 @@
-"""Build the PoolBench dataset folder (configs `scenarios` and `traces`).
+"""Build the PoolBench dataset folder (configs `scenarios`, `traces` and `episodes`).
 
-    python builders/build_dataset.py                      # ./poolbench, 50 eval + 200 train boards
+    python builders/build_dataset.py                      # ./poolbench, 50 eval + 200 train boards, episodes
     python builders/build_dataset.py --push_to_hub --repo_id you/poolbench
 
 Sharded, for any scheduler (each shard anywhere, then one merge):
@@ -27,7 +27,7 @@ from poolbench_data.players import DEFAULT_BASELINES
 
 @dataclass(frozen=True)
 class ScriptArguments(PushArguments):
-    """Build the PoolBench scenarios and traces configs."""
+    """Build the PoolBench scenarios, traces and episodes configs."""
 
     output_dir: str = field(default="poolbench", metadata={"help": "Dataset folder to write (Hub repo layout)."})
     eval_n: int = field(default=50, metadata={"help": "Evaluation (test split) scenarios: the paper's 50."})
@@ -43,6 +43,15 @@ class ScriptArguments(PushArguments):
                                                             "a local Ray instance with --workers CPUs)."})
     shard: str = field(default="", metadata={"help": "I/K: build only the I-th of K slices of each split into a "
                                                       "shard folder (merge with builders/merge_shards.py)."})
+    episodes_games: str = field(default="runout,nineball-seeded",
+                                metadata={"help": "Comma-separated games whose baselines' episodes make the episodes "
+                                                  "config ('' for none)."})
+    episodes_players: str = field(default="runout:oracle,nineball-seeded:mock",
+                                  metadata={"help": "Comma-separated players of those games: a name plays every listed "
+                                                    "game that has it, game:name only that game."})
+    episodes_n: int = field(default=5, metadata={"help": "Episodes of each game and player a split, from its base "
+                                                          "seed (at most one a board of the split); 0 for none."})
+    episodes_attempts: int = field(default=15, metadata={"help": "Attempts an episode at most (DeepPHY's 15)."})
 
 
 def parse_shard(text: str) -> tuple[int, int] | None:
@@ -61,10 +70,12 @@ def parse_shard(text: str) -> tuple[int, int] | None:
 def build(args: ScriptArguments) -> None:
     from poolbench_data.core.errors import UserError
     from poolbench_data.hub.build import build_benchmark
+    from poolbench_data.hub.episodes import plan_episodes
     from poolbench_data.players import check_players
     from poolbench_data.players.pool import default_workers
 
     check_players(args.players.split(","), "--players")
+    episodes = plan_episodes(args.episodes_games, args.episodes_players, args.episodes_n, args.episodes_attempts)
     shard = parse_shard(args.shard)
     if shard and args.push_to_hub:
         raise UserError("--push_to_hub with --shard: a shard is not a dataset; merge the shards "
@@ -72,7 +83,7 @@ def build(args: ScriptArguments) -> None:
     counts = build_benchmark(args.output_dir, eval_n=args.eval_n, eval_seed=args.eval_seed, train_n=args.train_n,
                              train_seed=args.train_seed, players=args.players.split(","),
                              workers=args.workers or default_workers(), overwrite=args.overwrite, shard=shard,
-                             executor=args.executor, ray_address=args.ray_address or None)
+                             executor=args.executor, ray_address=args.ray_address or None, episodes=episodes)
     sims = counts.pop("simulations")
     print(f"wrote {args.output_dir}{f' (shard {args.shard})' if shard else ''}: {counts}; "
           f"simulations run {sims['run']}, saved {sims['saved']}; played shots whose simulation stopped early "

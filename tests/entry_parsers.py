@@ -15,6 +15,8 @@ from pathlib import Path
 from poolbench_data import config as project_config
 
 REPO = Path(__file__).resolve().parents[1]
+# Scripts that run in another environment, without this package (their own argparse flags): not walked.
+OUTSIDE = {"analysis/deepphy_mock.py"}  # a venv of pooltool 0.4.4 (docs/games.md#pooltool-044)
 
 
 class Captured(Exception):

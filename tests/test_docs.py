@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from entry_parsers import REPO, is_trl_script, load_script, poolbench_parsers, script_parser
+from entry_parsers import OUTSIDE, REPO, is_trl_script, load_script, poolbench_parsers, script_parser
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]  # docs/results/README.md too
 SHELL = {"", "bash", "sh", "shell", "console"}  # an untagged block is read as shell too; outputs are `text`
@@ -245,6 +245,8 @@ def check_command(words: list[str], names_only: bool = False) -> list[str]:
     if found is None:
         return []
     label, kind, args = found
+    if label in OUTSIDE:
+        return []
     if names_only and kind in ("poolbench", "lm_eval", "inspect") and not args:
         return []  # prose naming the command, not a call of it
     if kind == "inspect":

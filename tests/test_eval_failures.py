@@ -462,3 +462,15 @@ def test_simulations_stopped_early_are_counted_and_named():
     line = stops_line(stops)
     assert "m: event-limit 1" in line and "random: event-limit 1" in line and "MAX_EVENTS" in line
     assert simulator_stops(records[:1]) == {} and stops_line({}) == ""
+
+
+def test_a_context_longer_than_the_model_holds_is_refused_before_the_engine(tmp_path, capsys, tiny_model):
+    import json as _json
+
+    held = _json.loads((tiny_model / "config.json").read_text())["max_position_embeddings"]
+    o = ["--model", str(tiny_model), "--n", "1", "--out", str(tmp_path / "o")]
+    started = time.perf_counter()
+    refused(capsys, ["eval", *o, "--max_model_len", str(held + 1)],
+            f"--max_model_len {held + 1} exceeds the {held} tokens --model", f"pass --max_model_len {held} or less")
+    assert time.perf_counter() - started < 60  # no engine start, no baselines
+    assert not (tmp_path / "o").exists()

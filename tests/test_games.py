@@ -4,6 +4,7 @@ tens of milliseconds, so the episodes here are few and short."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from dataclasses import replace
@@ -212,9 +213,17 @@ def test_the_command_prints_table_16_and_refuses_bad_flags(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "Att. 1" in text and "Att. 3" in text and "Avg. Att." in text and "mock (n=2)" in text
     assert "DeepPHY MOCK (published) (n=300)" in text and "2.33" in text and "10.00" in text and out.is_file()
-    assert main(["baseline", "--game", "runout", "--n", "2", "--players", "heuristic", "--workers", "1",
-                 "--quiet", "--out", ""]) == 0
-    assert "Balls per visit" in capsys.readouterr().out
+    runout = tmp_path / "r.json"
+    assert main(["baseline", "--game", "runout", "--n", "2", "--players", "heuristic,random", "--workers", "1",
+                 "--quiet", "--out", str(runout)]) == 0
+    text = capsys.readouterr().out
+    assert "Balls per visit" in text and "Paired on the same starts" in text and "heuristic vs random" in text
+    results = json.loads(runout.read_text())
+    balls = {(e["player"], e["episode"]): e["balls"] for e in results["episodes"]}
+    (pair,) = results["paired"]  # the first player listed against each of the others
+    diffs = [balls["heuristic", k] - balls["random", k] for k in range(2)]
+    assert (pair["a"], pair["b"], pair["n"]) == ("heuristic", "random", 2)
+    assert (pair["balls"]["a_more"], pair["balls"]["b_more"]) == (sum(d > 0 for d in diffs), sum(d < 0 for d in diffs))
     for argv, flag in [(["--game", "chess"], "--game"), (["--game", "nineball", "--attempts", "0"], "--attempts"),
                        (["--game", "runout", "--players", "mock"], "--players")]:
         try:

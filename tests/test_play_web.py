@@ -51,10 +51,10 @@ class Console:
 
 
 @contextmanager
-def serving(out: Path, n: int):
-    """`poolbench play --web --n n --out out` as a real process: (process, url, console); killed on exit."""
+def serving(out: Path, n: int, *flags: str):
+    """`poolbench play --web --n n --out out [flags]` as a real process: (process, url, console); killed on exit."""
     proc = subprocess.Popen([sys.executable, "-m", "poolbench_data.cli", "play", "--web", "--n", str(n), "--out",
-                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO,
+                             str(out), *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO,
                             preexec_fn=_default_sigint)
     try:
         console = Console(proc)
@@ -232,6 +232,52 @@ def test_a_person_plays_three_boards_in_a_browser(tmp_path, browser):
     for name in ("responses.jsonl", "report.txt", "llm_traces.jsonl"):
         assert (out / name).read_text() == (term / name).read_text(), name
     assert [a["raw_response"] for a in _answers(out)] == texts
+
+
+@pytest.mark.slow
+def test_a_person_plays_two_attempts_of_a_nineball_episode_in_a_browser(tmp_path, browser):
+    """DeepPHY's "Human" row: the speed picked from a list and the strike spot clicked, on pooltool's default table
+    as the page is sent it; each attempt says what the game's step made of it, the next shows the previous
+    shot's outcome, and the last brings the game's table."""
+    from poolbench_data.games.nineball import strike
+    from poolbench_data.games.step import start_game, step
+    from poolbench_data.human.games import said
+
+    state, expected = start_game("nineball", 0, max_attempts=2), []
+    for speed, spot in (("High", "Middle Spin"), ("Low", "Bottom Spin")):
+        state, outcome = step(state, strike(speed, spot))
+        expected.append(said(outcome))
+    out, shots = tmp_path / "h", _shots_dir(tmp_path)
+    with serving(out, 1, "--game", "nineball", "--attempts", "2") as (proc, url, console):
+        page = Page(browser)
+        browser.get(url)
+        page.board("episode-1-attempt-1")
+        assert page.el("title").text == "Episode 1 of 1: rack-0, attempt 1 of 2"
+        width, length, px, pad = browser.execute_script("return [T.width, T.length, PX, PAD]")
+        assert (width, length) == (pytest.approx(0.9906), pytest.approx(1.9812))  # the game's table, drawn to size
+        assert int(page.el("table").get_attribute("height")) == math.ceil(length * px + 2 * pad)
+        assert not page.el("ball").is_displayed() and not page.el("aim").is_displayed()  # the aim is the game's
+
+        for i, (speed, spot) in enumerate((("High", "Middle Spin"), ("Low", "Bottom Spin"))):
+            page.choose("nb_speed", speed)
+            browser.find_element("css selector", f'#spots button[data-spot="{spot}"]').click()
+            assert page.el("action").get_attribute("value") == f"Speed: {speed}, Strikespot: {spot}."
+            assert page.shoot() == expected[i]
+            assert [a["raw_response"] for a in _answers(out)][i] == f"Speed: {speed}, Strikespot: {spot}."
+            page.drawn()
+            if i == 0:
+                assert "ball-ball-cue-1" in page.el("events").text and page.el("next").text == "Next attempt"
+                browser.save_screenshot(str(shots / "web_play_nineball.png"))
+                page.el("next").click()
+                page.board("episode-1-attempt-2")
+                assert page.el("last").text.startswith("Your last shot (attempt 1): Speed: High, Strikespot: "
+                                                       "Middle Spin. Events: ball-ball-cue-1")
+        assert page.el("next").text == "See the report"
+        page.el("next").click()
+        page.wait.until(lambda d: "Done: 1 of 1 episodes finished" in page.el("title").text)
+        shown = page.el("report").text
+        assert proc.wait(timeout=60) == 0
+    assert "human (n=1)" in shown and shown.strip() == (out / "report.txt").read_text().strip()
 
 
 def _along(x: float, y: float, deg: float, reach: float = 0.6) -> tuple[float, float]:

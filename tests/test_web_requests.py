@@ -10,6 +10,7 @@ import json
 import queue
 import re
 import time
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import pytest
@@ -60,16 +61,22 @@ def drained(console) -> str:
             return console.seen.decode(errors="replace")
 
 
-@pytest.fixture(scope="module")
-def web(tmp_path_factory):
-    out = tmp_path_factory.mktemp("web") / "h"
-    with serving(out, 3) as (proc, url, console):
+@contextmanager
+def served(out, n: int, *flags: str):
+    """`serving`, with the page's token read from the page as its script reads it: what a request needs."""
+    with serving(out, n, *flags) as (proc, url, console):
         port = int(url.rsplit(":", 1)[1].strip("/"))
         code, page = send(port, "GET", "/", {})
         assert code == 200
         (token,) = re.findall(r'<meta name="poolbench-token" content="([^"]+)">', page)
         yield SimpleNamespace(proc=proc, port=port, out=out, console=console, token=token,
                               origin=f"http://127.0.0.1:{port}")
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    with served(tmp_path_factory.mktemp("web") / "h", 3) as w:
+        yield w
 
 
 # A request another page could make, and one missing one proof each. (POST status, GET status.)

@@ -1,5 +1,5 @@
 """`poolbench play`: the human baseline, in a terminal or (--web) a browser page on loopback, scored like a
-model (`human.play`)."""
+model; with --game, a game played shot by shot, reported as the game's table (`human.play`)."""
 
 from __future__ import annotations
 

@@ -65,9 +65,13 @@ def pooltool_table():
 
 @functools.cache
 def geometry() -> Geometry:
+    return geometry_of(pooltool_table())
+
+
+def geometry_of(table) -> Geometry:
+    """The frozen geometry of a pooltool Table (the benchmark's: `geometry()`; a game may play on another)."""
     from pooltool.objects.ball.params import BallParams
 
-    table = pooltool_table()
     pockets = tuple(
         Pocket(pid, float(table.pockets[pid].center[0]), float(table.pockets[pid].center[1]),
                float(table.pockets[pid].radius))

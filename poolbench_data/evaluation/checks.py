@@ -148,24 +148,36 @@ def _has_tokenizer(model: str) -> bool:
         return False
 
 
-def check_context(config, model: str, scenarios) -> None:
-    """Every prompt plus --max_tokens must fit in --max_model_len: vLLM would
-    otherwise cut answers short without a word, a server refuse them."""
-    from poolbench_data.llm.player import conversations, few_shot_examples, load_tokenizer, prompt_tokens
-    from poolbench_data.protocol.prompts import messages
+def context_tokenizer(config, model: str):
+    """The tokenizer prompt lengths are counted with, or None (said why) where the backend allows none; a local
+    model's own context is checked against --max_model_len first."""
+    from poolbench_data.llm.player import load_tokenizer
 
     how = backend_spec(config.backend).tokenizer
     if how == "none":
-        return
+        return None
     if how == "if-local" and not _has_tokenizer(model):
         print(f"note: prompt lengths not checked against --max_model_len: --model {model} is not a local folder "
               "with a tokenizer (the server refuses a prompt too long for it)", file=sys.stderr)
-        return
+        return None
+    if how == "model":
+        check_model_context(config.max_model_len, model)
     try:
-        tokenizer = load_tokenizer(model)
+        return load_tokenizer(model)
     except Exception as exc:  # noqa: BLE001 - the engine will name what is wrong with the model
         print(f"note: prompt lengths not checked: no tokenizer loads from {model} ({type(exc).__name__})",
               file=sys.stderr)
+        return None
+
+
+def check_context(config, model: str, scenarios) -> None:
+    """Every prompt plus --max_tokens must fit in --max_model_len: vLLM would
+    otherwise cut answers short without a word, a server refuse them."""
+    from poolbench_data.llm.player import conversations, few_shot_examples, prompt_tokens
+    from poolbench_data.protocol.prompts import messages
+
+    tokenizer = context_tokenizer(config, model)
+    if tokenizer is None:
         return
     budget = config.max_model_len - config.max_tokens
     longest = max(prompt_tokens(tokenizer, conversations(scenarios, config.few_shot)))
@@ -190,6 +202,30 @@ def check_context(config, model: str, scenarios) -> None:
                     f"{config.max_tokens} exceeds --max_model_len {config.max_model_len}; the longest prompt by "
                     f"--few_shot is {shown} tokens; {fix}, or raise --max_model_len to "
                     f"{longest + config.max_tokens}")
+
+
+def model_context(model: str) -> int | None:
+    """The context a local model folder's config.json declares (vLLM's engine refuses a longer
+    max_model_len with a traceback), or None where it names none or scales its positions."""
+    import json
+
+    try:
+        cfg = json.loads((Path(model) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    cfg = cfg.get("text_config", cfg)  # a multimodal model's language part
+    if not isinstance(cfg, dict) or cfg.get("rope_scaling"):
+        return None
+    lengths = [cfg[k] for k in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length")
+               if isinstance(cfg.get(k), int) and cfg[k] > 0]
+    return min(lengths) if lengths else None
+
+
+def check_model_context(max_model_len: int, model: str) -> None:
+    context = model_context(model)
+    if context is not None and max_model_len > context:
+        raise UserError(f"--max_model_len {max_model_len} exceeds the {context} tokens --model {model} holds "
+                        f"(its config.json); pass --max_model_len {context} or less")
 
 
 def with_boards(config):

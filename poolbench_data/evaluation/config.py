@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
+from poolbench_data.games.records import GAMES
+from poolbench_data.llm.observation import ACTIONS, HISTORIES
 from poolbench_data.llm.registry import BACKENDS
 from poolbench_data.llm.tools import MAX_CALLS
 from poolbench_data.players import EVAL_BASELINES
@@ -86,4 +88,17 @@ class EvalConfig:
                                             "(vLLM's thinking_token_budget; the server needs --reasoning-parser), "
                                             "within --max_tokens; tokens spent reasoning are reported in "
                                             "results.json's usage")
+    # games played shot by shot (docs/games.md#evaluating-a-model-in-a-game)
+    game: str = _f("shot", "shot (the default): one shot a board, the paper's protocol; nineball: DeepPHY's nine-ball "
+                           "task on its one rack; nineball-seeded: a rack per episode; runout: an eight-ball visit "
+                           "from each board. With a game, --n counts starts, --samples episodes from each, and "
+                           "--baselines defaults to the game's players", choices=("shot",) + GAMES)
+    attempts: int = _f(15, "with --game: the most attempts an episode takes (DeepPHY's 15)")
+    history: str = _f("current", "with --game: what each turn sends: current, the system prompt and the table now "
+                                 "with the last shot's outcome (DeepPHY's runner); full, the whole conversation so far",
+                      choices=HISTORIES)
+    action: str | None = _f(None, "with --game nineball: discrete, DeepPHY's answer line (the default), or "
+                                  "continuous, a JSON of cue_speed, a and b; --game runout answers with the "
+                                  "protocol's JSON action and optional spin a, b (continuous)",
+                            choices=ACTIONS)
 

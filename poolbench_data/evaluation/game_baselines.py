@@ -1,6 +1,6 @@
 """`game_baselines(config)`: the baselines of a game played alone (`poolbench baseline --game ...`): DeepPHY's
 Table 16 layout for nine-ball, with its published MOCK row beside ours; balls per visit, run-out rate and fouls
-for run-outs."""
+for run-outs; and the first player listed against each of the others on the same starts (exact paired tests)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class GameBaselineResult:
     players: tuple[str, ...]
     report: str  # the printed table
     summary: dict  # per player: the table's numbers (rates with their Wilson intervals)
-    results: dict  # the JSON written to `path`: summary, each episode's digest and end, elapsed_s, provenance
+    results: dict  # the JSON written to `path`: summary, paired, each episode's digest and end, elapsed_s, provenance
     path: Path | None
 
 
@@ -40,7 +40,7 @@ def game_baselines(config: BaselineConfig) -> GameBaselineResult:
     from poolbench_data.games.play import run_episodes
     from poolbench_data.games.records import GAMES
     from poolbench_data.players.pool import check_executor, resolve_workers
-    from poolbench_data.report.games import facts, format_nineball, format_runout, nineball_summary, runout_summary
+    from poolbench_data.report.games import facts, format_paired, game_report, paired_tests
     from poolbench_data.report.provenance import provenance
 
     if config.game not in GAMES:
@@ -60,23 +60,20 @@ def game_baselines(config: BaselineConfig) -> GameBaselineResult:
     for k, episode in enumerate(run_episodes(config.game, names, config.n, config.seed, config.attempts,
                                              workers=workers, executor=config.executor,
                                              ray_address=config.ray_address or None, progress=not config.quiet)):
-        rows.append(facts(episode))
+        rows.append({**facts(episode), "key": k // len(names)})
         episodes.append({"player": episode.player, "episode": k // len(names), "start": episode.states[0].start,
                          "digest": episode.digest(), "end": episode.final.end, "attempts": episode.attempts,
                          "balls": episode.balls})
     elapsed = time.perf_counter() - t0
-    if config.game == "runout":
-        summary = runout_summary(rows, names)
-        report = format_runout(summary, f"PoolBench run-outs: {config.n} boards, seed {config.seed}, at most "
-                                        f"{config.attempts} shots a visit")
-    else:
-        summary = nineball_summary(rows, names, config.attempts)
-        rack = "one rack per episode" if config.game == "nineball-seeded" else "DeepPHY's setup, one rack"
-        report = format_nineball(summary, config.attempts, f"Nine-ball ({rack}): {config.n} episodes a player, "
-                                                           f"seed {config.seed}, at most {config.attempts} attempts")
+    summary, report = game_report(config.game, rows, names, config.n, config.seed, config.attempts)
+    # the first player listed against each of the others, on the same starts
+    paired = [paired_tests(rows, names[0], b) for b in names[1:]]
+    if paired:
+        report += "\n\n" + format_paired(paired, "run-out" if config.game == "runout" else "9 potted")
     report += f"\n{len(rows)} episodes in {elapsed:.1f} s with {workers} worker(s) ({config.executor})"
     print(report)
-    results = {"game": config.game, "summary": summary, "episodes": episodes, "elapsed_s": elapsed,
+    results = {"game": config.game, "summary": summary, "paired": paired, "episodes": episodes,
+               "elapsed_s": elapsed,
                "provenance": provenance(game=config.game, n=config.n, seed=config.seed, players=names,
                                         attempts=config.attempts, workers=workers)}
     if path is not None:

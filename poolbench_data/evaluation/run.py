@@ -33,9 +33,10 @@ class EvalResult:
         return self.results["request_failures"]["incomplete"]
 
 
-def evaluate(config: EvalConfig) -> EvalResult:
+def evaluate(config: EvalConfig):
     """Check the config (before any work), play the baselines and the model on the boards, write the report
-    folder; the dataset folder gets the model's traces only when the run is complete."""
+    folder; the dataset folder gets the model's traces only when the run is complete. Returns an EvalResult; with
+    a --game, the game's evaluator plays it (evaluation.game_eval) and returns a GameEvalResult."""
     from poolbench_data.boards.generate import generate
     from poolbench_data.evaluation.logs import engine_logs
     from poolbench_data.llm.player import REQUEST_FAILED, EvalSettings, conversations, llm_trace_rows
@@ -48,6 +49,13 @@ def evaluate(config: EvalConfig) -> EvalResult:
     from poolbench_data.report.provenance import provenance
 
     checks.check_types(config)  # a hand-built config (EvalConfig(n="5")) is named before any value is compared
+    if config.game != "shot":  # a game played shot by shot: its own evaluator, its own result
+        from poolbench_data.evaluation.game_eval import evaluate_game
+
+        return evaluate_game(config)
+    from poolbench_data.evaluation.game_eval import check_shot_flags
+
+    check_shot_flags(config)
     baselines = check_players([b for b in config.baselines.split(",") if b], "--baselines")
     if "oracle" not in baselines:
         baselines.insert(0, "oracle")  # the decomposition measures against it

@@ -37,17 +37,27 @@ def _task(args) -> Episode:
 
 def run_episodes(game: str, players: Sequence[str], n: int, base_seed: int = 0, max_attempts: int = 15, *,
                  workers: int = 1, executor: str = "local", ray_address: str | None = None,
-                 progress: bool = False) -> Iterator[Episode]:
+                 progress: bool = False, samples: int = 1) -> Iterator[Episode]:
     """Episodes 0 .. n-1 of `game` for each player (episode-major: every player's episode k, then k + 1), in
-    that order, streamed. The game, the players, the cap, --workers and the executor are checked when this is
-    called, before any episode is played."""
+    that order, streamed. `samples`: episodes a player plays from each start, sample j with player seed j
+    (k-major, then j, then the player). The game, the players, the cap, --workers and the executor are checked
+    when this is called, before any episode is played."""
     names = check_game_players(game, players)
     if max_attempts < 1:
         raise ValueError(f"--attempts must be >= 1 (got {max_attempts})")
+    if samples < 1:
+        raise ValueError(f"--samples must be >= 1 (got {samples})")
     check_executor(executor, ray_address)
     workers = resolve_workers(workers) if executor == "local" else (workers or cores())
-    tasks = [(game, p, k, base_seed, max_attempts) for k in range(n) for p in names]
+    tasks = [(game, p, k, base_seed, max_attempts, j) for k in range(n) for j in range(samples) for p in names]
     return _run(tasks, workers, executor, ray_address, progress)
+
+
+def play_tasks(tasks: Sequence[tuple], *, workers: int = 1, executor: str = "local", ray_address: str | None = None,
+               progress: bool = False) -> Iterator[Episode]:
+    """The episodes of `tasks` (play_episode's arguments, a tuple an episode), in their order, streamed: several
+    games and base seeds in one pool, started once (a dataset build's episodes). `workers` as resolved."""
+    return _run(list(tasks), workers, executor, ray_address, progress)
 
 
 def _run(tasks, workers, executor, address, progress) -> Iterator[Episode]:

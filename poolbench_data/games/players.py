@@ -3,7 +3,8 @@ player ran one while deciding).
 
 nineball: `mock`, DeepPHY's MOCK (uniform among the 27 actions not yet tried in the episode); `oracle`, all 27
           simulated from the table: the one that pots the 9, else the one that keeps the cue ball on the table
-          and pots the most balls, hitting the lowest ball first where it can (DeepPHY's action order breaks ties).
+          and pots the most balls, hitting the lowest ball first where it can (DeepPHY's action order breaks ties);
+          `heuristic`, the brute force DeepPHY saw its models use: full power, no spin, every attempt.
 runout:   the single-shot baselines on the current table (players.BASELINES: `oracle`, the greedy clean pot;
           `heuristic`, `heuristic-centre`; `random`, with a fresh draw each attempt), and `position-oracle`, the
           first player here that plans (players_position).
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from poolbench_data.games.nineball import DISCRETE
+from poolbench_data.games.nineball import DISCRETE, strike
 from poolbench_data.games.players_position import PositionOracle
 from poolbench_data.games.records import GameState, Move
 from poolbench_data.games.search import board, memo, simulations_run
@@ -60,6 +61,20 @@ class NineballOracle:
         return Move(action, result, simulations_run() - before, how)
 
 
+class NineballHeuristic:
+    """The same action every attempt: High speed, Middle Spin (DeepPHY, section 4: its models "consistently use
+    maximum power to shoot the target ball along the most direct path"); no search, no random draw."""
+
+    searches = False
+    ACTION = ("High", "Middle Spin")
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+
+    def decide(self, state: GameState) -> Move:
+        return Move(strike(*self.ACTION), how="full-power")
+
+
 class Wrapped:
     """A single-shot baseline (players.BASELINES) on the run-out's current table, searching through the
     board's kept simulations (games.search) when it searches."""
@@ -83,7 +98,7 @@ class Wrapped:
 
 
 GAME_PLAYERS = {
-    "nineball": {"mock": Mock, "oracle": NineballOracle},
+    "nineball": {"mock": Mock, "oracle": NineballOracle, "heuristic": NineballHeuristic},
     "runout": {"oracle": lambda seed=0: Wrapped("oracle", seed), "position-oracle": PositionOracle,
                **{n: (lambda seed=0, n=n: Wrapped(n, seed)) for n in ("heuristic", "heuristic-centre", "random")}},
 }

@@ -1,5 +1,5 @@
-"""Build the benchmark dataset (configs `scenarios` and `traces`), in one piece
-or as the I-th of K shards that hub.shards merges into the same bytes."""
+"""Build the benchmark dataset (configs `scenarios` and `traces`, and `episodes` where an EpisodePlan asks for
+them), in one piece or as the I-th of K shards that hub.shards merges into the same bytes."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from poolbench_data.boards.splits import EVAL_SEED, EVAL_SPLITS
 from poolbench_data.core.records import STOPPED_EARLY, Metrics
 from poolbench_data.core.vocab import MAX_SEED  # base_seed is an int64 column: checked before simulating
 from poolbench_data.hub.card import write_card
+from poolbench_data.hub.episodes import EpisodePlan, write_episodes
 from poolbench_data.hub.folder import ShardWriter, staged_folder, write_provenance
 from poolbench_data.hub.rows import baseline_trace_rows, scenario_row
 from poolbench_data.players import DEFAULT_BASELINES, check_players
@@ -63,9 +64,11 @@ def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = EVAL_SEED, 
                     players: Sequence[str] = DEFAULT_BASELINES,
                     workers: int = 1, overwrite: bool = False, progress: bool = True, shard_rows=None,
                     floor: bool = True, shard: tuple[int, int] | None = None, executor: str = "local",
-                    ray_address: str | None = None) -> dict:
+                    ray_address: str | None = None, episodes: EpisodePlan | None = None) -> dict:
     """The dataset folder at `out`; with `shard=(I, K)`, a shard folder holding
-    scenarios [n*I//K, n*(I+1)//K) of each split, for hub.shards.merge_shards."""
+    scenarios [n*I//K, n*(I+1)//K) of each split, for hub.shards.merge_shards.
+    `episodes`: the baselines' episodes of each split too (its first
+    episodes.count(n) starts, sharded the same way)."""
     check_split_seeds(eval_seed, train_seed)
     players = check_players(players)
     if "oracle" not in players:
@@ -97,9 +100,18 @@ def build_benchmark(out: Path, *, eval_n: int = 50, eval_seed: int = EVAL_SEED, 
                 if split == EVAL_SPLIT:
                     test_rows.extend(rows)
             counts[split] = {"scenarios": sw.close(), "traces": tw.close()}
+        if episodes is not None:
+            plays = [(split, seed, *(shard_range(m, shard) if shard else (0, m)))
+                     for split, n, seed in ((EVAL_SPLIT, eval_n, eval_seed), (TRAIN_SPLIT, train_n, train_seed))
+                     if (m := episodes.count(n))]
+            for split, rows in write_episodes(root, episodes, plays, workers=workers, executor=executor,
+                                              ray_address=ray_address, progress=progress,
+                                              rows_per_shard=(shard_rows or {}).get("episodes")).items():
+                counts[split]["episodes"] = rows
         # No timestamps and no worker count: the same arguments give the same bytes.
         prov = provenance(eval_n=eval_n, eval_seed=eval_seed, train_n=train_n, train_seed=train_seed,
-                          players=players, splits={EVAL_SPLIT: eval_seed, TRAIN_SPLIT: train_seed})
+                          players=players, splits={EVAL_SPLIT: eval_seed, TRAIN_SPLIT: train_seed},
+                          **({"episodes": episodes.settings()} if episodes else {}))
         if shard:
             (root / SHARD_FILE).write_text(json.dumps({"shard": shard[0], "of": shard[1], "ranges": ranges,
                                                        "benchmark": prov}, indent=2, sort_keys=True) + "\n")

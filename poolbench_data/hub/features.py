@@ -69,7 +69,29 @@ def features(config: str):
             "target_ball": s, "pocket": s, "cue_speed": f64,
             **{k: v for k, v in outcome.items() if k != "foul_reasons"}, "player": s, "prompt_version": s,
         })
+    if config == "episodes":
+        return _episodes(s, f64, i64, b, message, shot)
     raise KeyError(config)
 
 
-CONFIGS = ("scenarios", "traces", "pairs", "sft", "sft_tools", "pairs_tools")
+def _episodes(s, f64, i64, b, message, shot):
+    """games.records.Episode.to_row() less the simulation counts (hub.episodes), each turn with its prompt and
+    answer (empty for a baseline), and the episode's identity and balls."""
+    from datasets import Features, List
+
+    balls = List({"id": s, "x": f64, "y": f64})
+    state = {"game": s, "start": s, "start_seed": i64, "seed": i64, "category": s, "group": s, "max_attempts": i64,
+             "balls": balls, "attempts": i64, "potted": List(s), "done": b, "success": b, "end": s}
+    action = {"kind": s, **shot, "name": s}  # a nine-ball Strike (V0, a, b, name) or a run-out Shot
+    turn = {"attempt": i64, "prompt": List(message), "answer": s, "action": action, "shot": shot, "status": s,
+            "event_text": s, "events": List({"time": f64, "type": s, "ids": List(s)}), "first_contact": s,
+            "potted": List(s), "scratch": b, "foul_reasons": List(s), "clean": b, "end": s, "respotted": b,
+            "parse_status": s, "message": s, "after": state}
+    return Features({
+        "id": s, "game": s, "base_seed": i64, "index": i64, "player": s, "player_kind": s, "model": s,
+        "sample": i64, "start": state, "hows": List(s), "turns": List(turn),
+        "success": b, "attempts": i64, "end": s, "balls": i64,
+    })
+
+
+CONFIGS = ("scenarios", "traces", "pairs", "sft", "sft_tools", "pairs_tools", "episodes")

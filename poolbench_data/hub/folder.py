@@ -25,7 +25,8 @@ from pathlib import Path
 from poolbench_data.core.shutdown import stop_if_requested, terminate_as_exit
 from poolbench_data.hub.features import CONFIGS, features
 
-ROWS_PER_SHARD = {"scenarios": 2000, "traces": 5000, "pairs": 5000, "sft": 5000, "sft_tools": 5000, "pairs_tools": 5000}
+ROWS_PER_SHARD = {"scenarios": 2000, "traces": 5000, "pairs": 5000, "sft": 5000, "sft_tools": 5000, "pairs_tools": 5000,
+                  "episodes": 500}  # an episode row holds up to 15 shots' events
 PARQUET_OPTIONS = dict(compression="zstd", compression_level=9, use_dictionary=True, write_statistics=True)
 LOCK, STAGING, NEW, OLD = ".lock", ".staging", ".new", ".old"  # .NAME<kind> beside the folder NAME
 

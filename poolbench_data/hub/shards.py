@@ -15,6 +15,7 @@ from pathlib import Path
 from poolbench_data.boards.splits import scenario_id
 from poolbench_data.hub.build import EVAL_SPLIT, SHARD_FILE, results_table, shard_range
 from poolbench_data.hub.card import write_card
+from poolbench_data.hub.episodes import EpisodePlan, episode_id
 from poolbench_data.hub.folder import ShardWriter, check_shards, read_rows, staged_folder, write_provenance
 
 CONFIGS = ("scenarios", "traces")
@@ -44,14 +45,24 @@ def read_shard(folder: Path) -> dict:
     return meta
 
 
+def configs_of(settings: dict) -> tuple[str, ...]:
+    return (*CONFIGS, "episodes") if settings.get("episodes") else CONFIGS
+
+
 def check_shard_rows(folder: Path, config: str, split: str, rows: list[dict], meta: dict) -> None:
     """The rows a shard folder holds are exactly those its shard.json promises: its index range's boards,
-    each once, and one trace of each player for each board."""
+    each once, one trace of each player for each board, and its range of each game's episodes."""
     settings = meta["benchmark"]["settings"]
     seed = settings["eval_seed"] if split == EVAL_SPLIT else settings["train_seed"]
     ids = [scenario_id(seed, k) for k in range(*meta["ranges"][split])]
     if config == "scenarios":
         got, want = [r.get("id") for r in rows], ids
+    elif config == "episodes":
+        plan = EpisodePlan.from_settings(settings["episodes"])
+        n = settings["eval_n"] if split == EVAL_SPLIT else settings["train_n"]
+        lo, hi = shard_range(plan.count(n), (meta["shard"], meta["of"]))
+        got = [(r.get("id"), r.get("player")) for r in rows]
+        want = [(episode_id(g, seed, k), p) for g, p, k in plan.keys(lo, hi)]
     else:
         got = [(r.get("scenario_id"), r.get("player")) for r in rows]
         want = [(i, p) for i in ids for p in settings["players"]]
@@ -112,7 +123,7 @@ def merge_shards(shard_dirs: Sequence[Path], out: Path, *, overwrite: bool = Fal
             if not n:
                 continue
             counts[split] = {}
-            for config in CONFIGS:
+            for config in configs_of(settings):
                 writer = ShardWriter(root, config, split)
                 for d in ordered:  # rows one shard at a time: memory stays one shard's worth
                     rows = read_rows(d, config, split)

@@ -13,6 +13,28 @@ from pathlib import Path
 SKIP = "skip"  # typed instead of an action: no shot (a foul, as an unparseable answer)
 
 
+def ask_until(problem, prompt: str, again: str, read, write) -> str:
+    """A line typed at `prompt`, re-asked (saying why, then `again`) while `problem(line)` names one; `skip` is ""."""
+    while True:
+        text = read(prompt).strip()
+        if text.lower() == SKIP:
+            return ""
+        why = problem(text)
+        if why is None:
+            return text
+        write(f"  not an action ({why}); {again}")
+
+
+def check_name(name: str) -> None:
+    """A person's name in the report: neither empty nor a baseline's (UserError naming --name)."""
+    from poolbench_data.core.errors import UserError
+    from poolbench_data.players import BASELINES
+
+    if name in BASELINES or not name.strip():
+        raise UserError(f"--name {name!r} is {'a baseline name' if name in BASELINES else 'empty'}; "
+                        "pass --name with your name")
+
+
 class Session:
     """The boards of one `poolbench play` and the answers given so far. Checks the settings
     (UserError: one line, exit 2) before any board is drawn or simulated."""
@@ -21,11 +43,8 @@ class Session:
         from poolbench_data.boards.generate import generate
         from poolbench_data.core.errors import UserError, check_output_dir
         from poolbench_data.llm.replay import replay_rows
-        from poolbench_data.players import BASELINES
 
-        if config.name in BASELINES or not config.name.strip():
-            raise UserError(f"--name {config.name!r} is {'a baseline name' if config.name in BASELINES else 'empty'}; "
-                            "pass --name with your name")
+        check_name(config.name)
         out = check_output_dir(config.out, "--out")
         self.name, self.seed, self.n, self.out = config.name, config.seed, config.n, out
         self.boards = generate(config.n, config.seed)
@@ -40,6 +59,13 @@ class Session:
                             "...); give another --out, or the --n, --seed and --name of that session to resume it")
         self.done = {r["scenario_id"] for r in self.rows}
         self._file = None
+
+    unit = "boards"  # what --n counts, in the lines a person reads
+
+    def resuming(self) -> str:
+        """The line that says how much of the session is already in the answers file ("" when nothing)."""
+        return (f"resuming: {len(self.done)} of {self.n} boards already answered in {self.responses}"
+                if self.done else "")
 
     def pending(self) -> list[tuple[int, object]]:
         """(index, board) of the boards still to answer, in order."""

@@ -13,6 +13,10 @@ is given, the same replay scoring and report.
                     parser; an accepted answer is recorded, simulated, and its outcome and paths returned
   POST /api/stop    score the boards played so far (the terminal's Ctrl-D)
 
+With --game the same endpoints play a game's turns (web_game.py): the state is the turn to play, an answer's
+`scenario_id` names that turn, and an answer to any other turn (one played already, one of an episode that has
+ended) is refused 409, an answer that is not the game's action 400; neither is recorded.
+
 Any page a person opens can send requests to 127.0.0.1, so every /api/ request must show that it comes from
 this page (`refusal`, one place): the server's token, drawn when it starts and written into the page, in the
 X-PoolBench-Token header (another site cannot read the page, so cannot know it); a POST also needs an Origin
@@ -51,19 +55,20 @@ def check_port(port) -> None:
                         "system picks")
 
 
-def _table() -> dict:
+def table_json(g=None, rules: str | None = None) -> dict:
+    """What the page draws and shows: the table `g` (a Geometry; the benchmark's by default) and the rules."""
     from poolbench_data.core.records import V0_RANGE
     from poolbench_data.core.table import geometry
     from poolbench_data.protocol.prompts import ANGLE_DECIMALS, SPEED_DECIMALS, SYSTEM_PROMPT, fmt
     from poolbench_data.report.render import COLORS
 
-    g = geometry()
+    g = g or geometry()
     # Pocket centres as the prompt prints them, so the page writes the numbers a model would copy.
     pockets = [{"id": p.id, "x": p.x, "y": p.y, "r": p.radius, "text": [fmt(p.x), fmt(p.y)]} for p in g.pockets]
     return {"width": g.width, "length": g.length, "ball_radius": g.ball_radius, "pockets": pockets,
             "speed_range": list(V0_RANGE), "speed_default": 8.0, "angle_decimals": ANGLE_DECIMALS,
             "speed_decimals": SPEED_DECIMALS, "colors": {k: "rgb(%d,%d,%d)" % c for k, c in COLORS.items()},
-            "rules": SYSTEM_PROMPT}
+            "rules": SYSTEM_PROMPT if rules is None else rules}
 
 
 def _thin(xs: list, n: int = POINTS) -> list:
@@ -76,7 +81,7 @@ class Game:
     responses file are not shared between concurrent requests."""
 
     def __init__(self, session):
-        self.session, self.table = session, _table()
+        self.session, self.table = session, table_json()
         self.lock = threading.Lock()
         self.ended = threading.Event()  # every board answered, or the person stopped
         self.delivered = threading.Event()  # the page has seen the report
@@ -239,7 +244,8 @@ def _handler(game: Game, page: bytes, port: int, token: str):
             except OSError:  # the body never came in full (READ_TIMEOUT_S) or the client went: nobody to answer
                 self.close_connection = True
                 return
-            self._json(game.answer(body.get("scenario_id"), body.get("text")) if route == "answer" else game.stop())
+            reply = game.answer(body.get("scenario_id"), body.get("text")) if route == "answer" else game.stop()
+            self._json(reply, reply.pop("code", 200))  # a game's refusal of a turn carries its 4xx
 
     return Handler
 
@@ -258,20 +264,20 @@ def listen(port: int = 0) -> ThreadingHTTPServer:
     return server
 
 
-def serve(session, server: ThreadingHTTPServer):
+def serve(session, server: ThreadingHTTPServer, table=None):
     """Serve the boards on `server` (`listen`) until each is answered, the page stops, or Ctrl-C; then score them
     like `poolbench play` (the page shows the report) and close the server. Returns the scoring's EvalResult (None:
-    nothing scored)."""
+    nothing scored). `table`: what the page plays (Game, one shot a board; web_game.GameTable, a game)."""
     from importlib import resources
 
     from poolbench_data.core.shutdown import terminate_as_exit
 
-    if session.done:
-        print(f"resuming: {len(session.done)} of {session.n} boards already answered in {session.responses}")
+    if session.resuming():
+        print(session.resuming())
     if not session.pending():
         server.server_close()
         return session.finish()
-    game, port, token = Game(session), server.server_address[1], secrets.token_urlsafe(32)
+    game, port, token = (table or Game)(session), server.server_address[1], secrets.token_urlsafe(32)
     page = resources.files("poolbench_data.human").joinpath("web_page.html").read_bytes()
     server.RequestHandlerClass = _handler(game, page.replace(TOKEN_SLOT, token.encode()), port, token)
     thread = threading.Thread(target=server.serve_forever, name="poolbench-web", daemon=True)
@@ -279,8 +285,8 @@ def serve(session, server: ThreadingHTTPServer):
         thread.start()
         try:
             try:  # from the line that gives the address on: Ctrl-C may come as soon as it is read
-                print(f"playing {session.n} boards at http://{HOST}:{port}/ (open it in a browser; "
-                      "Ctrl-C here stops and scores the boards played)", flush=True)
+                print(f"playing {session.n} {session.unit} at http://{HOST}:{port}/ (open it in a browser; "
+                      "Ctrl-C here stops and scores what was played)", flush=True)
                 while not game.ended.wait(0.5):  # a timed wait, so Ctrl-C is seen at once
                     pass
             except KeyboardInterrupt:  # the person stopped: score the boards played so far

@@ -7,7 +7,9 @@ later request fail too (a dead engine, a bad argument) raise.
 
 Implementations, one module each, chosen by name in `llm.registry`: `vllm`
 (in process, one batched call), `openai` (any OpenAI-compatible server),
-`replay` (stored responses). `tools` (OpenAI function specs) reach the chat
+`replay` (stored responses). Conversation i's request is seeded with
+`request_seed(seed, i)`, or with `seeds[i]` where `seeds` is given (a game's
+episodes, whose batch changes from turn to turn). `tools` (OpenAI function specs) reach the chat
 template or the server; a call the model makes comes back in its text as
 `<tool_call>{...}</tool_call>` (llm.tools runs it).
 """
@@ -90,6 +92,7 @@ class Backend(Protocol):
         seed: int = 0,
         json_schema: dict[str, Any] | None = None,
         tools: list[dict[str, Any]] | None = None,
+        seeds: list[int] | None = None,
     ) -> GenerationResult: ...
 
     def settings(self) -> dict[str, Any]: ...
@@ -124,7 +127,10 @@ def request_seed(seed: int, index: int) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def validate_request(conversations: list[Conversation], n: int, max_tokens: int) -> None:
+def validate_request(conversations: list[Conversation], n: int, max_tokens: int,
+                     seeds: list[int] | None = None) -> None:
+    if seeds is not None and len(seeds) != len(conversations):
+        raise ValueError(f"seeds: {len(seeds)} seeds for {len(conversations)} conversations; give one a conversation")
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     if max_tokens < 1:

@@ -239,8 +239,9 @@ class OpenAIBackend:
         seed: int = 0,
         json_schema: dict[str, Any] | None = None,
         tools: list[dict[str, Any]] | None = None,
+        seeds: list[int] | None = None,
     ) -> GenerationResult:
-        validate_request(conversations, n, max_tokens)
+        validate_request(conversations, n, max_tokens, seeds)
         extra: dict[str, Any] = {"extra_body": self.extra_body} if self.extra_body else {}
         if tools:
             extra["tools"] = tools
@@ -253,8 +254,8 @@ class OpenAIBackend:
         deadline = None if self.deadline_s is None else time.monotonic() + self.deadline_s
 
         def one(i: int) -> tuple[list[str], GenerationFailure | None, dict[str, int]]:
-            return self._request(i, conversations[i], n, temperature, max_tokens, request_seed(seed, i), extra,
-                                 deadline)
+            return self._request(i, conversations[i], n, temperature, max_tokens,
+                                 request_seed(seed, i) if seeds is None else seeds[i], extra, deadline)
 
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(conversations))))
         try:

@@ -20,8 +20,9 @@ class ReplayBackend:
         self.responses = [list(r) for r in responses]
         self.model = model
 
-    def generate(self, conversations, *, n=1, temperature=None, max_tokens=1, seed=0, json_schema=None, tools=None):
-        validate_request(conversations, n, max_tokens)
+    def generate(self, conversations, *, n=1, temperature=None, max_tokens=1, seed=0, json_schema=None, tools=None,
+                 seeds=None):
+        validate_request(conversations, n, max_tokens, seeds)
         if len(conversations) != len(self.responses):
             raise ValueError(f"replay has responses for {len(self.responses)} conversations, "
                              f"asked for {len(conversations)}")
@@ -98,3 +99,46 @@ def coverage_problem(rows: Sequence[dict], scenario_ids: Sequence[str], player: 
         return (f"holds {len(by_id[short[0]])} answer(s) of {player!r} for board {short[0]}, fewer than --samples "
                 f"{samples}; pass --samples {fewest}")
     return None
+
+
+def turn_row_problem(r: dict) -> str | None:
+    """What a stored game turn (a row of a game run's llm_turns.jsonl) lacks for a replay, or None."""
+    for key in ("player", "game"):
+        if not isinstance(r.get(key), str):
+            return f"{key} is {r.get(key)!r}, not text" if key in r else f"it has no {key!r}"
+    for key, low in (("episode", 0), ("sample", 0), ("turn", 1)):
+        value = r.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            return f"{key} is {value!r}, not a count from {low}"
+    if "raw_response" not in r:
+        return "it has no 'raw_response'"
+    if not isinstance(r["raw_response"], (str, type(None))):
+        return f"raw_response is a {type(r['raw_response']).__name__}, not text"
+    return None
+
+
+def game_answers(path, game: str, player: str | None, fix: str) -> tuple[dict, str, list[dict]]:
+    """({(episode, sample, turn): answer or None}, the player, the rows) of a game run's llm_turns.jsonl: every row
+    readable and of `game`, one player (`player` where the file holds several). A row twice for one turn is an
+    error: which answer to replay would be a guess."""
+    from poolbench_data.players.traces import load_traces
+
+    rows = load_traces(Path(path), fix, check=turn_row_problem)
+    games = sorted({r["game"] for r in rows})
+    if games and games != [game]:
+        raise ValueError(f"--responses {path} holds turns of --game {', '.join(games)}, not {game}; pass the --game "
+                         "of the run that wrote it")
+    players = sorted({r["player"] for r in rows})
+    picked = player if player in players else (players[0] if len(players) == 1 else None)
+    if picked is None:
+        raise ValueError(f"--responses {path} holds turns of {players or 'no player'}; pick one with --name")
+    answers: dict = {}
+    for r in rows:
+        if r["player"] != picked:
+            continue
+        key = (r["episode"], r["sample"], r["turn"])
+        if key in answers:
+            raise ValueError(f"--responses {path} holds two answers of {picked!r} for episode {key[0]} sample "
+                             f"{key[1]} turn {key[2]}; keep one run's turns in the file")
+        answers[key] = r["raw_response"]
+    return answers, picked, [r for r in rows if r["player"] == picked]

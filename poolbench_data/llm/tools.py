@@ -296,6 +296,21 @@ def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], back
     for i, texts in enumerate(gen.texts):
         for j, text in enumerate(texts):
             threads.append(ToolThread(i, j, list(convs[i]), text, failure=failed.get((i, j))))
+
+    def ask(convs, live, turn):
+        return backend.generate(convs, n=1, temperature=settings.temperature, max_tokens=settings.max_tokens,
+                                seed=settings.seed + 1000 * turn, tools=TOOLS)
+
+    gens += continue_threads(threads, lambda t: scenarios[t.board], max_calls, ask)
+    records = [answer_record(scenarios[t.board], t.text, t.failure, player=player, sample=t.sample) for t in threads]
+    return records, gens, threads
+
+
+def continue_threads(threads: Sequence[ToolThread], scenario_of, max_calls: int, generate) -> list:
+    """The tool loop: while a thread's last answer calls the tool and its calls are not spent, its calls are answered
+    on its board (`scenario_of(thread)`) and it is asked again; `generate(conversations, threads, turn)` asks the
+    live threads of call turn 1, 2, ... at once (one answer each). Returns each turn's GenerationResult."""
+    gens = []
     for turn in range(1, max_calls + 1):
         stop_if_requested()  # a SIGTERM the engine's generate swallows still ends the run between turns
         live = [t for t in threads if t.failure is None and len(t.calls) < max_calls and tool_calls(t.text)]
@@ -303,15 +318,13 @@ def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], back
             break
         for t in live:
             t.turns.append(t.text)
-            answer_calls(scenarios[t.board], t.conv, t.text, max_calls, t.calls)
-        gen = backend.generate([t.conv for t in live], n=1, temperature=settings.temperature,
-                               max_tokens=settings.max_tokens, seed=settings.seed + 1000 * turn, tools=TOOLS)
+            answer_calls(scenario_of(t), t.conv, t.text, max_calls, t.calls)
+        gen = generate([t.conv for t in live], live, turn)
         gens.append(gen)
         failed = gen.failed_slots()
         for k, t in enumerate(live):
             t.failure, t.text = failed.get((k, 0)), gen.texts[k][0]
-    records = [answer_record(scenarios[t.board], t.text, t.failure, player=player, sample=t.sample) for t in threads]
-    return records, gens, threads
+    return gens
 
 
 def tool_summary(threads: Sequence[ToolThread]) -> dict:

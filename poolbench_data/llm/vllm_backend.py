@@ -182,7 +182,8 @@ class VLLMBackend:
         }
 
     def _sampling_params(
-        self, count: int, n: int, temperature: float, max_tokens: int, seed: int, json_schema: dict | None
+        self, count: int, n: int, temperature: float, max_tokens: int, seed: int, json_schema: dict | None,
+        seeds: list[int] | None = None,
     ) -> list[Any]:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
@@ -195,7 +196,7 @@ class VLLMBackend:
                     n=n,
                     temperature=temperature,
                     max_tokens=max_tokens,
-                    seed=request_seed(seed, i),
+                    seed=request_seed(seed, i) if seeds is None else seeds[i],
                     structured_outputs=structured,
                     thinking_token_budget=self.thinking_token_budget,
                 )
@@ -212,14 +213,15 @@ class VLLMBackend:
         seed: int = 0,
         json_schema: dict[str, Any] | None = None,
         tools: list[dict[str, Any]] | None = None,
+        seeds: list[int] | None = None,
     ) -> GenerationResult:
-        validate_request(conversations, n, max_tokens)
+        validate_request(conversations, n, max_tokens, seeds)
         if not conversations:
             return GenerationResult([])
         if self.llm is None:
             raise RuntimeError("VLLMBackend is closed; create a new one")
         try:
-            params = self._sampling_params(len(conversations), n, temperature, max_tokens, seed, json_schema)
+            params = self._sampling_params(len(conversations), n, temperature, max_tokens, seed, json_schema, seeds)
         except _refusals() as exc:
             # Every request shares these settings, so no request could run.
             reason = " ".join(str(exc).split())  # one line: the CLI prints it as its error

@@ -124,3 +124,55 @@ def format_runout(summary: dict, title: str = "") -> str:
 def _sims_lines(summary: dict) -> list[str]:
     return [f"{p} simulations per decision: median {s['sims']['median']:.0f}, p90 {s['sims']['p90']:.0f}, max "
             f"{s['sims']['max']} ({s['sims']['decisions']} decisions)" for p, s in summary.items() if "sims" in s]
+
+
+def game_report(game: str, rows: Iterable[dict], players: Sequence[str], n: int, seed: int,
+                max_attempts: int) -> tuple[dict, str]:
+    """(summary, the printed table) of the episodes' facts: Table 16's layout for nine-ball, the run-out table for
+    run-outs; `n` episodes a player from base seed `seed`."""
+    if game == "runout":
+        summary = runout_summary(rows, players)
+        title = f"PoolBench run-outs: {n} boards, seed {seed}, at most {max_attempts} shots a visit"
+        return summary, format_runout(summary, title)
+    summary = nineball_summary(rows, players, max_attempts)
+    rack = "one rack per episode" if game == "nineball-seeded" else "DeepPHY's setup, one rack"
+    title = f"Nine-ball ({rack}): {n} episodes a player, seed {seed}, at most {max_attempts} attempts"
+    return summary, format_nineball(summary, max_attempts, title)
+
+
+def paired_tests(rows: Iterable[dict], a: str, b: str) -> dict:
+    """Player `a` against player `b` on the episodes both played from the same start and sample (rows' `key`):
+    success (the 9 potted, the run-out won) by the exact McNemar test on the discordant pairs, and balls (potted
+    on clean attempts) by the exact sign test and the exact Wilcoxon signed-rank test on the differences."""
+    from poolbench_data.report.stats import mcnemar_exact, sign_test_exact, wilcoxon_exact
+
+    rows = list(rows)
+    mine = {r["key"]: r for r in rows if r["player"] == a}
+    theirs = {r["key"]: r for r in rows if r["player"] == b}
+    keys = sorted(set(mine) & set(theirs))
+    only_a = sum(1 for k in keys if mine[k]["success"] and not theirs[k]["success"])
+    only_b = sum(1 for k in keys if theirs[k]["success"] and not mine[k]["success"])
+    diffs = [mine[k]["balls"] - theirs[k]["balls"] for k in keys]
+    more, fewer = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    return {"a": a, "b": b, "n": len(keys),
+            "success": {"a": sum(mine[k]["success"] for k in keys), "b": sum(theirs[k]["success"] for k in keys),
+                        "only_a": only_a, "only_b": only_b, "mcnemar_p": mcnemar_exact(only_a, only_b)},
+            "balls": {"mean_diff": sum(diffs) / len(diffs) if diffs else float("nan"), "a_more": more,
+                      "b_more": fewer, "ties": len(diffs) - more - fewer, "sign_p": sign_test_exact(more, fewer),
+                      "wilcoxon_p": wilcoxon_exact(diffs)}}
+
+
+def format_paired(tests: Sequence[dict], success: str = "success") -> str:
+    """One line a pair of players: `success` names what succeeded (the 9 potted, a run-out)."""
+    head = ("Pair (a vs b)".ljust(34) + "n".rjust(4) + f"  {success} a/b".ljust(16) + "only a  only b  McNemar p"
+            + "   balls a-b  a more  b more  ties  sign p  Wilcoxon p")
+    lines = ["Paired on the same starts and samples (exact tests, two-sided):", head, "-" * len(head)]
+    for t in tests:
+        s, b = t["success"], t["balls"]
+        lines.append(f"{t['a']} vs {t['b']}"[:33].ljust(34) + f"{t['n']:4d}" + f"  {s['a']}/{s['b']}".ljust(16)
+                     + f"{s['only_a']:6d}  {s['only_b']:6d}  {s['mcnemar_p']:9.3f}"
+                     + f"   {b['mean_diff']:+9.2f}  {b['a_more']:6d}  {b['b_more']:6d}  {b['ties']:4d}"
+                     + f"  {b['sign_p']:6.3f}  {b['wilcoxon_p']:10.3f}")
+    lines.append("McNemar on the pairs where one player succeeded and the other did not; the sign and Wilcoxon "
+                 "signed-rank tests on the difference in balls potted on clean attempts (ties dropped).")
+    return "\n".join(lines)

@@ -16,12 +16,18 @@ COLORS = {"cue": (250, 250, 250), "solids": (210, 40, 40), "stripes": (50, 90, 2
 HEAT_LABEL_W, HEAT_TITLE_H = 200, 40  # the heatmap's player-name column and title band, in pixels
 
 
-def _bare(scenario: Scenario):
-    """The board alone, in Pillow: what a vision model is shown (its pixels are part of that experiment's
-    input, so they stay as they were recorded; the figures for people are report/figures.py)."""
+def table_png(balls, title: str, g) -> bytes:
+    """Balls (BallPos) on any table's geometry `g` (a game's table), drawn as a board is, as PNG bytes."""
+    import io
+
+    buf = io.BytesIO()
+    _top_down(balls, title, g).save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
+def _top_down(balls, title: str, g):
     from PIL import Image, ImageDraw
 
-    g = geometry()
     w, h = int(g.width * PX) + 2 * PAD, int(g.length * PX) + 2 * PAD + 16
     img = Image.new("RGB", (w, h), (255, 255, 255))
     d = ImageDraw.Draw(img)
@@ -34,22 +40,19 @@ def _bare(scenario: Scenario):
         cx, cy = xy(p.x, p.y)
         d.ellipse([cx - p.radius * PX, cy - p.radius * PX, cx + p.radius * PX, cy + p.radius * PX], fill=(0, 0, 0))
     r = g.ball_radius * PX
-    for b in scenario.balls:
+    for b in balls:
         cx, cy = xy(b.x, b.y)
         d.ellipse([cx - r, cy - r, cx + r, cy + r], fill=COLORS[b.group], outline=(0, 0, 0))
         if b.id != "cue":
             d.text((cx - 3 * len(b.id), cy - 5), b.id, fill=(255, 255, 255))
-    d.text((4, 2), scenario.id[:48], fill=(0, 0, 0))
+    d.text((4, 2), title[:48], fill=(0, 0, 0))
     return img
 
 
 def board_png(scenario: Scenario) -> bytes:
-    """The bare board as PNG bytes (what a vision model is shown)."""
-    import io
-
-    buf = io.BytesIO()
-    _bare(scenario).save(buf, format="PNG", optimize=True)
-    return buf.getvalue()
+    """The bare board as PNG bytes, in Pillow: what a vision model is shown (its pixels are part of that
+    experiment's input, so they stay as they were recorded; the figures for people are report/figures.py)."""
+    return table_png(scenario.balls, scenario.id, geometry())
 
 
 def render_board(scenario: Scenario, plays: Sequence[tuple[str, Shot | None, str]], path: Path) -> Path:

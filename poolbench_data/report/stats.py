@@ -35,3 +35,42 @@ def quantile(values, q: float) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def sign_test_exact(more: int, fewer: int) -> float:
+    """Two-sided exact sign test of paired values: `more` pairs where the first is larger, `fewer` where it is
+    smaller, ties dropped; the binomial(more + fewer, 1/2) tail (the same count as McNemar's exact test)."""
+    return mcnemar_exact(more, fewer)
+
+
+def wilcoxon_exact(diffs) -> float:
+    """Two-sided exact Wilcoxon signed-rank p-value of paired differences. Zero differences are dropped
+    (Wilcoxon's convention) and tied |d| share their average rank; the null distribution of W+ (the rank sum of
+    the positive differences) is counted over all 2^n sign assignments of those ranks, so it is exact with ties
+    too. The ranks are doubled to stay whole numbers."""
+    d = [x for x in diffs if x != 0]
+    n = len(d)
+    if n == 0:
+        return 1.0
+    order = sorted(range(n), key=lambda i: abs(d[i]))
+    ranks = [0] * n  # doubled ranks
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and abs(d[order[j + 1]]) == abs(d[order[i]]):
+            j += 1
+        for t in range(i, j + 1):
+            ranks[order[t]] = (i + 1) + (j + 1)  # twice the average of ranks i+1 .. j+1
+        i = j + 1
+    w = sum(r for r, x in zip(ranks, d) if x > 0)
+    counts = [1] + [0] * sum(ranks)  # counts[s]: sign assignments whose doubled W+ is s
+    top = 0
+    for r in ranks:
+        for s in range(top, -1, -1):
+            if counts[s]:
+                counts[s + r] += counts[s]
+        top += r
+    total = 2 ** n
+    lower = sum(counts[: w + 1]) / total
+    upper = sum(counts[w:]) / total
+    return min(1.0, 2 * min(lower, upper))
