@@ -253,7 +253,7 @@ def main(argv=None) -> int:
                        "max_events": args.max_events,
                        "foot_spot": args.foot_spot if args.foot_spot is not None else FOOT_SPOT.get(version),
                        "workers": args.workers, "elapsed_s": elapsed, "deepphy_mock": DEEPPHY_MOCK,
-                       "racks": racks}, f, indent=1, sort_keys=True)
+                       "racks": racks}, f, sort_keys=True, separators=(",", ":"))
         print(f"results saved to {args.out}")
     return 0
 

@@ -97,7 +97,7 @@ def child(spec: str) -> None:
 def run(game: str, player: str, n: int, workers: int, seed: int = 0, attempts: int = 15) -> dict:
     spec = json.dumps({"game": game, "player": player, "n": n, "workers": workers, "seed": seed,
                        "attempts": attempts})
-    code = f"import sys; sys.path.insert(0, {str(HERE)!r}); import bench_games; bench_games.child(sys.argv[1])"
+    code = f"import runpy, sys; runpy.run_path({str(HERE / 'bench_games.py')!r})['child'](sys.argv[1])"
     proc = subprocess.run([sys.executable, "-c", code, spec], capture_output=True, text=True)
     if proc.returncode:
         sys.exit(f"{player} on {n} {game} episodes failed:\n{proc.stderr[-3000:]}")

@@ -91,7 +91,8 @@ def test_two_concurrent_builds_end_with_one_dataset_and_one_refusal(tmp_path):
     # The loser meets the winner's lock (or, had it started late, the finished folder).
     assert "another build is writing" in last or "already exists" in last, last
     assert layout(out) == {"scenarios": {"test": ["data/scenarios/test-00000.parquet"]},
-                           "traces": {"test": ["data/traces/test-00000.parquet"]}}
+                           "traces": {"test": ["data/traces/test-00000.parquet"]},
+                           "episodes": {"test": ["data/episodes/test-00000.parquet"]}}
     assert len(read_rows(out, "scenarios", "test")) == 2 and len(read_rows(out, "traces", "test")) == 4
     assert leftovers(out) == []
 

@@ -273,7 +273,16 @@ class TestVLLMBackend:
         cores = len(os.sched_getaffinity(0))
         if backend.settings()["device"] != "cpu" or cores > SMALL_CPU_CORES or RESERVED_CPUS_ENV in os.environ:
             pytest.skip("vLLM's own reservation applies")
-        (worker,) = [p for p, cmd in _descendants(os.getpid()).items() if "Worker" in cmd]
+        tree = _descendants(os.getpid())
+
+        def served(pid: int) -> bool:  # under the run's loopback server (its own engine), not this backend's
+            while pid in tree:
+                if "api_server" in tree[pid]:
+                    return True
+                pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            return False
+
+        (worker,) = [p for p, cmd in tree.items() if "Worker" in cmd and not served(p)]
         env = dict(kv.split("=", 1) for kv in Path(f"/proc/{worker}/environ").read_text().split("\0") if "=" in kv)
         assert env["OMP_NUM_THREADS"] == str(cores)  # vLLM would give it cores - 1
         assert backend.settings()["engine_env"] == {RESERVED_CPUS_ENV: "0"}

@@ -44,4 +44,4 @@ def test_wheel_installed_non_editable_builds_a_dataset(tmp_path):
         "--workers", "1")
     card = (out / "README.md").read_text()
     assert "configs:" in card and "PoolBench" in card and (out / "eval.yaml").is_file()
-    assert sorted(p.name for p in (out / "data").iterdir()) == ["scenarios", "traces"]
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["episodes", "scenarios", "traces"]
