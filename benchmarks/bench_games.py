@@ -100,7 +100,7 @@ def run(game: str, player: str, n: int, workers: int, seed: int = 0, attempts: i
     code = f"import runpy, sys; runpy.run_path({str(HERE / 'bench_games.py')!r})['child'](sys.argv[1])"
     proc = subprocess.run([sys.executable, "-c", code, spec], capture_output=True, text=True)
     if proc.returncode:
-        sys.exit(f"{player} on {n} {game} episodes failed:\n{proc.stderr[-3000:]}")
+        sys.exit(f"{player} on {n} {game} episodes failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
