@@ -97,8 +97,11 @@ def child(spec: str) -> None:
 def run(game: str, player: str, n: int, workers: int, seed: int = 0, attempts: int = 15) -> dict:
     spec = json.dumps({"game": game, "player": player, "n": n, "workers": workers, "seed": seed,
                        "attempts": attempts})
-    code = f"import runpy, sys; runpy.run_path({str(HERE / 'bench_games.py')!r})['child'](sys.argv[1])"
-    proc = subprocess.run([sys.executable, "-c", code, spec], capture_output=True, text=True)
+    # The workers unpickle timed_episode by its module's name: the run's process and its spawned workers find
+    # this file as the module `bench_games` through PYTHONPATH (the package itself is found as installed).
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)}
+    code = "import sys, bench_games; bench_games.child(sys.argv[1])"
+    proc = subprocess.run([sys.executable, "-c", code, spec], capture_output=True, text=True, env=env)
     if proc.returncode:
         sys.exit(f"{player} on {n} {game} episodes failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
