@@ -130,14 +130,15 @@ def check_boards(config, scenarios) -> None:
         check(config, [s.id for s in scenarios])
 
 
-def check_name(config, name: str, baselines: list[str]) -> None:
-    """A model named like a baseline would share its rows in every table and trace file."""
+def check_name(config, name: str, baselines: list[str], known=None, where: str = "") -> None:
+    """A model named like a baseline (one of `known`, the single-shot baselines by default; `where` says whose)
+    would share its rows in every table and trace file."""
     from poolbench_data.players import BASELINES
 
-    if name in BASELINES or name in baselines:
+    if name in (BASELINES if known is None else known) or name in baselines:
         which = f"--name {name}" if config.name else f"the model's name {name!r} (its folder's name)"
-        raise UserError(f"{which} is a baseline's name, so the model's rows would merge with that baseline's; "
-                        "pass --name something-else")
+        raise UserError(f"{which} is a baseline's name{where}, so the model's rows would merge with that "
+                        "baseline's; pass --name something-else")
 
 
 def _has_tokenizer(model: str) -> bool:

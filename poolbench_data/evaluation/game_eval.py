@@ -106,6 +106,7 @@ def evaluate_game(config) -> GameEvalResult:
     from poolbench_data.evaluation.logs import engine_logs
     from poolbench_data.evaluation.outputs import command_line
     from poolbench_data.games.play import run_episodes
+    from poolbench_data.games.players import GAME_PLAYERS
     from poolbench_data.games.step import start_game
     from poolbench_data.llm.game_player import GameSettings, episode_row, play_games, seats_of
     from poolbench_data.llm.model import model_name
@@ -119,7 +120,7 @@ def evaluate_game(config) -> GameEvalResult:
                                  seed=DEFAULT_SEED if config.seed is None else config.seed)
     model = checks.check_config(config)
     name = config.name or model_name(model)
-    _check_name(config, name, baselines)
+    checks.check_name(config, name, baselines, GAME_PLAYERS[config.game], f" in --game {config.game}")
     starts = [start_game(config.game, k, config.seed, config.attempts) for k in range(config.n)]
     # A backend that generates nothing replays stored answers: a game run's, looked up by episode, sample and turn.
     replay = None if backend_spec(config.backend).generates else _replay(config, starts)
@@ -199,16 +200,6 @@ def evaluate_game(config) -> GameEvalResult:
                           results, out)
 
 
-def _check_name(config, name: str, baselines: list[str]) -> None:
-    """A model named like a player of the game would share its rows."""
-    from poolbench_data.games.players import GAME_PLAYERS
-
-    if name in GAME_PLAYERS[config.game] or name in baselines:
-        which = f"--name {name}" if config.name else f"the model's name {name!r} (its folder's name)"
-        raise UserError(f"{which} is a baseline's name in --game {config.game}, so the model's rows would merge "
-                        "with that baseline's; pass --name something-else")
-
-
 def _replay(config, starts) -> tuple[dict, str]:
     """({(episode, sample, turn): answer}, the stored player) of --responses, checked to hold the first turn of
     every episode asked for, from the same starts."""
@@ -233,22 +224,17 @@ def _replay(config, starts) -> tuple[dict, str]:
 
 
 def _image_of(game: str):
+    """The picture of a game's table: the benchmark's for run-outs, pooltool's default for nine-ball."""
+    from poolbench_data.core.table import geometry as benchmark_geometry
     from poolbench_data.llm.observation import nineball_geometry
     from poolbench_data.report.render import table_png
 
-    geometry = None if game == "runout" else nineball_geometry()
+    geometry = benchmark_geometry() if game == "runout" else nineball_geometry()
 
     def image(state) -> bytes:
-        return table_png(state.balls, state.start, geometry) if geometry is not None else _board_png(state)
+        return table_png(state.balls, state.start, geometry)
 
     return image
-
-
-def _board_png(state) -> bytes:
-    from poolbench_data.core.table import geometry
-    from poolbench_data.report.render import table_png
-
-    return table_png(state.balls, state.start, geometry())
 
 
 class _RunDeadline:

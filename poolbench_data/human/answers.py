@@ -35,7 +35,26 @@ def check_name(name: str) -> None:
                         "pass --name with your name")
 
 
-class Session:
+class AnswersFile:
+    """The answers file (`responses`) held open while a person plays: each row appended and flushed at once,
+    so the file is the session and a later run resumes from it."""
+
+    responses: Path
+    _file = None
+
+    def __enter__(self):
+        self._file = open(self.responses, "a")
+        return self
+
+    def __exit__(self, *exc):
+        self._file.close()
+
+    def _append(self, row: dict) -> None:
+        self._file.write(json.dumps(row) + "\n")
+        self._file.flush()
+
+
+class Session(AnswersFile):
     """The boards of one `poolbench play` and the answers given so far. Checks the settings
     (UserError: one line, exit 2) before any board is drawn or simulated."""
 
@@ -58,7 +77,6 @@ class Session:
             raise UserError(f"--out {config.out} holds answers to other boards or by another player ({foreign[0]!r}, "
                             "...); give another --out, or the --n, --seed and --name of that session to resume it")
         self.done = {r["scenario_id"] for r in self.rows}
-        self._file = None
 
     unit = "boards"  # what --n counts, in the lines a person reads
 
@@ -71,13 +89,6 @@ class Session:
         """(index, board) of the boards still to answer, in order."""
         return [(i, s) for i, s in enumerate(self.boards) if s.id not in self.done]
 
-    def __enter__(self):
-        self._file = open(self.responses, "a")
-        return self
-
-    def __exit__(self, *exc):
-        self._file.close()
-
     def picture(self, scenario) -> Path:
         from poolbench_data.report.render import render_board
 
@@ -87,8 +98,7 @@ class Session:
         """Append one answer ("" for a skipped board) and flush it: the file is the session."""
         row = {"player": self.name, "player_kind": "llm", "scenario_id": scenario.id, "sample": 0,
                "raw_response": text, "temperature": None}
-        self._file.write(json.dumps(row) + "\n")
-        self._file.flush()
+        self._append(row)
         self.rows.append(row)
         self.done.add(scenario.id)
         return row

@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from poolbench_data.human.answers import AnswersFile, ask_until, check_name
+
 FIX = "delete that line to play its attempt again, or give another --out"
 ENDS = {  # why an episode ended, in words
     "nine-potted": "the 9 is down: you win", "won": "the 8 is down after your group: you win",
@@ -80,13 +82,12 @@ def _row_problem(r: dict) -> str | None:
     return None
 
 
-class GameSession:
+class GameSession(AnswersFile):
     """The episodes of one `poolbench play --game` and the answers given so far. Checks the settings (UserError:
     one line, exit 2) before any table is drawn or simulated."""
 
     def __init__(self, config):
         from poolbench_data.core.errors import UserError, check_output_dir
-        from poolbench_data.human.answers import check_name
         from poolbench_data.players.traces import load_traces
 
         check_name(config.name)
@@ -111,7 +112,6 @@ class GameSession:
                 raise UserError(f"--out {config.out}: {self.responses.name} answers episode {r['episode'] + 1}'s "
                                 f"attempt {r['attempt']} out of order or from another start; {FIX}")
             self._step(r["episode"], r["raw_response"])
-        self._file = None
 
     def table(self, k: int):
         """Episode k's table now (its start until an answer is given)."""
@@ -145,13 +145,6 @@ class GameSession:
         pending = self.pending()
         return (pending[0], self.table(pending[0])) if pending else None
 
-    def __enter__(self):
-        self._file = open(self.responses, "a")
-        return self
-
-    def __exit__(self, *exc):
-        self._file.close()
-
     def answer(self, k: int, text: str):
         """Play one answer ("" for a skipped attempt: a wasted one) on episode k, append it to the answers file and
         flush it: the file is the session. The attempt's Outcome."""
@@ -159,8 +152,7 @@ class GameSession:
         row = {"player": self.name, "game": self.game, "seed": self.seed, "max_attempts": self.cap, "episode": k,
                "start": state.start, "attempt": state.attempts + 1, "raw_response": text}
         outcome = self._step(k, text)
-        self._file.write(json.dumps({**row, "parse_status": outcome.parse_status}) + "\n")
-        self._file.flush()
+        self._append({**row, "parse_status": outcome.parse_status})
         self.rows.append(row)
         return outcome
 
@@ -199,7 +191,6 @@ class GameSession:
 def ask(state, read, write) -> str:
     """One attempt's answer: re-asked while it is not the game's action (people mistype), unless the person
     types `skip` (a wasted attempt)."""
-    from poolbench_data.human.answers import ask_until
 
     def problem(text: str) -> str | None:
         action, status, message = read_answer(state, text)

@@ -28,7 +28,8 @@ from poolbench_data.games.nineball import NINE, lowest, read_strike, table
 from poolbench_data.games.records import GameState, Outcome, Strike
 from poolbench_data.games.step import rules_of
 from poolbench_data.protocol.deepphy import CONTINUOUS_JSON_SCHEMA, USER_PROMPT, parse_continuous, system_prompt
-from poolbench_data.protocol.prompts import ACTION_JSON_SCHEMA, SYSTEM_PROMPT, fmt, user_prompt
+from poolbench_data.protocol.prompts import (ACTION_JSON_SCHEMA, SYSTEM_PROMPT, ball_line, fmt, pockets_line,
+                                             table_head, user_prompt)
 from poolbench_data.protocol.strikespot import format_strike
 
 HISTORIES = ("current", "full")  # current: DeepPHY's runner (the table now); full: the conversation so far
@@ -81,10 +82,6 @@ def nineball_geometry():
     return geometry_of(table())
 
 
-def _xy(x: float, y: float) -> str:
-    return f"({fmt(x)}, {fmt(y)})"
-
-
 def table_text(state: GameState) -> str:
     """The table now, as the protocol writes a board."""
     if state.game == "runout":
@@ -92,24 +89,19 @@ def table_text(state: GameState) -> str:
     g = nineball_geometry()
     cue, target = state.balls[0], state.ball(lowest(state))  # a pocketed cue ball is always put back
 
-    def ball(b, mark: str = "") -> str:
-        return (f"Ball {b.id}: x={fmt(b.x)}, y={fmt(b.y)} (distance from cue = "
-                f"{fmt(math.hypot(b.x - cue.x, b.y - cue.y))}m){mark}")
+    def ball(b) -> str:
+        return ball_line(b, cue) + (" (pot it to win)" if b.id == NINE else "")
 
-    others = [ball(b, " (pot it to win)" if b.id == NINE else "") for b in state.balls[1:] if b.id != target.id]
+    others = [ball(b) for b in state.balls[1:] if b.id != target.id]
     return "\n".join([
-        f"Table: width={fmt(g.width)}m, length={fmt(g.length)}m. "
-        f"Ball radius={fmt(g.ball_radius, 5)}m, ball diameter={fmt(g.ball_diameter, 5)}m",
-        "",
-        f"Cue ball C = {_xy(cue.x, cue.y)}",
-        "",
+        *table_head(g, cue),
         "Target: the lowest-numbered ball on the table. Every shot is aimed straight at it.",
-        ball(target, " (pot it to win)" if target.id == NINE else ""),
+        ball(target),
         "",
         "Other balls:",
         *(others or ["none on the table"]),
         "",
-        "Pockets at: " + ", ".join(f"{p.id}={_xy(p.x, p.y)}" for p in g.pockets),
+        pockets_line(g),
     ])
 
 

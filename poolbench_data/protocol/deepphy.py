@@ -135,19 +135,10 @@ def parse_continuous(text: str | None) -> ContinuousParse:
     """The continuous answer, {"cue_speed", "a", "b"}, read by the protocol's JSON rules (protocol.parsing: one
     object, strict JSON, numbers, reasoning stripped); ranges are left to the game's step (`out-of-range`), as
     Shot.validated() judges them. Never raises on text or None."""
-    from poolbench_data.protocol.parsing import _Fail, _number, _show, _single_object, strip_think
+    from poolbench_data.protocol.parsing import _Fail, _number, _show, _single_object, answer_text
 
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    if text is None or (isinstance(text, str) and not text.strip()):
-        return ContinuousParse("empty", message="empty response")
-    if not isinstance(text, str):
-        return ContinuousParse("no-json", message=f"response is a {type(text).__name__}, not text")
-    answer = strip_think(text)
-    if not answer.strip():
-        return ContinuousParse("no-json", message="only reasoning (<think>) text, no answer after it")
     try:
-        obj = _single_object(answer)
+        obj = _single_object(answer_text(text))
         missing = [f for f in CONTINUOUS_FIELDS if f not in obj]
         if missing:
             raise _Fail("missing-field", f"missing field(s) {', '.join(missing)}; keys present: {_show(list(obj))}")

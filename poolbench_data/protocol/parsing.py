@@ -329,20 +329,26 @@ def _single_object(text: str) -> dict:
     raise _Fail("no-json", f"no JSON object in a {len(text)}-character response")
 
 
-def parse_action(text: str | None, scenario: Scenario, spin: bool = False) -> ParseResult:
-    """Parse a response into a validated Shot. Never raises on str or None input. `spin`: the optional fields
-    a and b (SPIN_FIELDS) are read, under the same number and range checks as the others."""
+def answer_text(text) -> str:
+    """The answer a response gives after its reasoning, or _Fail: `empty` (nothing), `no-json` (not text, or
+    only reasoning). Every answer parser starts here, so each reads the same statuses for the same responses."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     if text is None or (isinstance(text, str) and not text.strip()):
-        return ParseResult("empty", None, "empty response")
+        raise _Fail("empty", "empty response")
     if not isinstance(text, str):
-        return ParseResult("no-json", None, f"response is a {type(text).__name__}, not text")
+        raise _Fail("no-json", f"response is a {type(text).__name__}, not text")
     answer = strip_think(text)
     if not answer.strip():
-        return ParseResult("no-json", None, "only reasoning (<think>) text, no answer after it")
+        raise _Fail("no-json", "only reasoning (<think>) text, no answer after it")
+    return answer
+
+
+def parse_action(text: str | None, scenario: Scenario, spin: bool = False) -> ParseResult:
+    """Parse a response into a validated Shot. Never raises on str or None input. `spin`: the optional fields
+    a and b (SPIN_FIELDS) are read, under the same number and range checks as the others."""
     try:
-        obj = _single_object(answer)
+        obj = _single_object(answer_text(text))
         shot, note = _shot(obj, scenario, spin)
     except _Fail as f:
         return ParseResult(f.status, None, f.message)

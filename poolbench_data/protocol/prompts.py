@@ -127,6 +127,24 @@ def _xy(x: float, y: float) -> str:
     return f"({fmt(x)}, {fmt(y)})"
 
 
+def table_head(g, cue) -> list[str]:
+    """The prompt's first lines: the table's size and the balls', then the cue ball (a game's turn opens the same)."""
+    return [f"Table: width={fmt(g.width)}m, length={fmt(g.length)}m. "
+            f"Ball radius={fmt(g.ball_radius, 5)}m, ball diameter={fmt(g.ball_diameter, 5)}m",
+            "",
+            f"Cue ball C = {_xy(cue.x, cue.y)}",
+            ""]
+
+
+def ball_line(b, cue) -> str:
+    """A ball the player may hit first: where it is and how far from the cue ball."""
+    return f"Ball {b.id}: x={fmt(b.x)}, y={fmt(b.y)} (distance from cue = {fmt(math.hypot(b.x - cue.x, b.y - cue.y))}m)"
+
+
+def pockets_line(g) -> str:
+    return "Pockets at: " + ", ".join(f"{p.id}={_xy(p.x, p.y)}" for p in g.pockets)
+
+
 def user_prompt(scenario: Scenario) -> str:
     """Appendix A's user prompt for this board (pocket line reconstructed)."""
     g = geometry()
@@ -135,18 +153,8 @@ def user_prompt(scenario: Scenario) -> str:
     own = [present[i] for i in SOLIDS if i in present]
     opp = [present[i] for i in STRIPES if i in present]
 
-    lines = [
-        f"Table: width={fmt(g.width)}m, length={fmt(g.length)}m. "
-        f"Ball radius={fmt(g.ball_radius, 5)}m, ball diameter={fmt(g.ball_diameter, 5)}m",
-        "",
-        f"Cue ball C = {_xy(cue.x, cue.y)}",
-        "",
-        "Your group: SOLIDS (balls 1–7). You MUST hit one of these first AND ideally pot it.",
-    ]
-    lines += [
-        f"Ball {b.id}: x={fmt(b.x)}, y={fmt(b.y)} (distance from cue = {fmt(math.hypot(b.x - cue.x, b.y - cue.y))}m)"
-        for b in own
-    ] or [NONE_ON_TABLE]
+    lines = [*table_head(g, cue), "Your group: SOLIDS (balls 1–7). You MUST hit one of these first AND ideally pot it."]
+    lines += [ball_line(b, cue) for b in own] or [NONE_ON_TABLE]
     lines += ["", "Opponent balls (stripes — DO NOT hit first):"]
     lines += [f"Ball {b.id}: x={fmt(b.x)}, y={fmt(b.y)}" for b in opp] or [NONE_ON_TABLE]
     lines.append("")
@@ -157,7 +165,7 @@ def user_prompt(scenario: Scenario) -> str:
         lines.append(f"8-ball: {NONE_ON_TABLE}")
     lines += [
         "",
-        "Pockets at: " + ", ".join(f"{p.id}={_xy(p.x, p.y)}" for p in g.pockets),
+        pockets_line(g),
         "",
         "Respond with ONLY JSON.",
     ]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from poolbench_data.protocol.parsing import strip_think
+from poolbench_data.protocol.parsing import _Fail, answer_text
 
 SPEEDS = {"Low": 2.0, "Medium": 5.0, "High": 8.0}  # DeepPHY's SPEED_MAPPING, m/s
 STRIKESPOTS = {  # DeepPHY's STRIKESPOT_MAPPING: name -> (a, b)
@@ -69,36 +69,28 @@ def _names(pattern: re.Pattern, text: str) -> list[str]:
     return out
 
 
-def _one(values: list[str], field: str, options) -> tuple[str | None, str | None]:
-    """(the name, None) or (None, the failure's status and message as 'status|message')."""
+def _one(values: list[str], field: str, options) -> str:
+    """The one name `values` give for `field`, or _Fail."""
     distinct = list(dict.fromkeys(values))
     if len(distinct) > 1:
-        return None, f"multiple-json|the answer names {len(distinct)} different {field}s: {distinct}"
+        raise _Fail("multiple-json", f"the answer names {len(distinct)} different {field}s: {distinct}")
     if distinct[0] not in options:
-        return None, (f"out-of-range|{field} {distinct[0]!r} is not one of DeepPHY's options "
-                      f"({', '.join(options)})")
-    return distinct[0], None
+        raise _Fail("out-of-range", f"{field} {distinct[0]!r} is not one of DeepPHY's options ({', '.join(options)})")
+    return distinct[0]
 
 
 def parse_strike(text: str | None) -> StrikeParse:
     """DeepPHY's answer line as (speed, strike spot), or the status saying why not. Never raises on text or None."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    if text is None or (isinstance(text, str) and not text.strip()):
-        return StrikeParse("empty", message="empty response")
-    if not isinstance(text, str):
-        return StrikeParse("no-json", message=f"response is a {type(text).__name__}, not text")
-    answer = strip_think(text)
-    speeds, spots = _names(_SPEED, answer), _names(_SPOT, answer)
-    if not speeds and not spots:
-        return StrikeParse("no-json", message=f"no 'Speed: ..., Strikespot: ...' line in a {len(text)}-character "
-                                              "response")
-    if not speeds or not spots:
-        return StrikeParse("missing-field", message=f"missing {'Speed' if not speeds else 'Strikespot'}; answer "
-                                                    f"as {ANSWER_FORMAT}")
-    speed, fail = _one(speeds, "speed", SPEEDS)
-    spot, fail_spot = _one(spots, "strike spot", STRIKESPOTS) if fail is None else (None, None)
-    if fail or fail_spot:
-        status, message = (fail or fail_spot).split("|", 1)
-        return StrikeParse(status, message=message)
+    try:
+        answer = answer_text(text)
+        speeds, spots = _names(_SPEED, answer), _names(_SPOT, answer)
+        if not speeds and not spots:
+            raise _Fail("no-json", f"no 'Speed: ..., Strikespot: ...' line in a {len(text)}-character response")
+        if not speeds or not spots:
+            raise _Fail("missing-field", f"missing {'Speed' if not speeds else 'Strikespot'}; answer as "
+                                         f"{ANSWER_FORMAT}")
+        speed = _one(speeds, "speed", SPEEDS)
+        spot = _one(spots, "strike spot", STRIKESPOTS)
+    except _Fail as f:
+        return StrikeParse(f.status, message=f.message)
     return StrikeParse("ok", speed, spot)
