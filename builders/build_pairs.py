@@ -8,6 +8,10 @@ Pairs come only from the train split: evaluation boards never enter training.
 Tool-track pairs (the `pairs_tools` config), from a tool-using model's own samples:
     .venv/bin/poolbench eval --model M --tools --seed 1 --n 400 --samples 4 --temperature 0.8 --out runs/samples
     .venv/bin/python builders/build_pairs.py --dataset_dir poolbench --tool_eval_dir runs/samples
+
+Run-out position pairs (the `pairs_position` config), from the position Oracle's run-outs on the split's boards
+(no model samples needed):
+    .venv/bin/python builders/build_pairs.py --dataset_dir poolbench --position --position_n 50
 """
 
 from __future__ import annotations
@@ -65,16 +69,36 @@ class ScriptArguments(PushArguments):
         "help": "With --tool_eval_dir: leave out tool-on-policy pairs that set a call against an answer (the "
                 "call's side is scored by one sampled continuation); the recovery and answer-now sources still "
                 "teach when to call (pairs.turn_kinds)."})
+    position: bool = field(default=False, metadata={
+        "help": "Build `pairs_position` instead of `pairs`: at each turn of the position Oracle's run-out from each "
+                "of the split's first --position_n boards, two of its options that both pot an own ball cleanly, "
+                "the one whose table the --position_continuation player runs out further chosen (--sources is not "
+                "used)."})
+    # The three fields below are read only with --position (metadata "requires"): given without it, the build
+    # refuses them.
+    position_n: int = field(default=50, metadata={
+        "requires": "position", "help": "With --position: the split's boards (its first N, in board order) whose "
+                                        "run-outs give pairs."})
+    position_continuation: str = field(default="position-oracle", metadata={
+        "requires": "position", "help": "With --position: the player that plays the visit on from the table each "
+                                        "answer leaves, whose balls rank the answers: position-oracle, or oracle (the "
+                                        "greedy Oracle: cheaper, and a noisier judge of position)."})
+    position_options: int = field(default=4, metadata={
+        "requires": "position", "help": "With --position: the most options compared at a turn (at least 2), spread "
+                                        "over the position Oracle's ranking from its best to its worst; each costs "
+                                        "a continuation."})
     workers: int = field(default=0, metadata={
         "help": "Worker processes that label the tool-speed and tool-cap-speed pairs (0: one per core; 9 "
-                "simulations a speed an answer); the pairs are the same at any number."})
+                "simulations a speed an answer), or that play the run-outs of --position; the pairs are the same at "
+                "any number."})
 
 
 def build(args: ScriptArguments) -> None:
     from pathlib import Path
 
     from poolbench_data.boards.splits import EVAL_SPLITS
-    from poolbench_data.core.errors import UserError, check_speeds
+    from poolbench_data.core.errors import UserError, check_at_least, check_speeds
+    from poolbench_data.core.fields import check_requires
     from poolbench_data.hub.folder import read_rows, require_dataset
     from poolbench_data.hub.update import write_config
     from poolbench_data.players.pool import resolve_workers
@@ -82,7 +106,17 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.pairs.sources import ALL_TOOL_SOURCES, check_sources
     from poolbench_data.report.provenance import provenance
 
-    # Both flags before any work, whichever config is built.
+    # Every flag before any work, whichever config is built.
+    check_requires(args)  # a --position_* flag without --position would be silently ignored
+    if args.position:
+        from poolbench_data.pairs.position import MIN_OPTIONS, check_continuation
+
+        if args.tool_eval_dir:
+            raise UserError("--position and --tool_eval_dir build different configs (pairs_position, pairs_tools); "
+                            "give one")
+        check_at_least("--position_n", args.position_n, 1)
+        check_at_least("--position_options", args.position_options, MIN_OPTIONS)
+        check_continuation("--position_continuation", args.position_continuation)
     sources = check_sources("--sources", args.sources, SOURCES)
     tool_sources = check_sources("--tool_sources", args.tool_sources, ALL_TOOL_SOURCES)
     if not 0 <= args.tool_min_level_gap <= 3:
@@ -95,6 +129,8 @@ def build(args: ScriptArguments) -> None:
                         "boards; use --split train")
     folder = require_dataset(Path(args.dataset_dir))
     scenarios = read_rows(folder, "scenarios", args.split)
+    if args.position:
+        return build_position_pairs(args, folder)
     if args.tool_eval_dir:
         return build_tool_pairs(args, folder, scenarios, tool_sources, speeds)
     traces = read_rows(folder, "traces", args.split)
@@ -111,6 +147,31 @@ def build(args: ScriptArguments) -> None:
                           provenance(split=args.split, sources=sources))
     by = {s: sum(p["source"] == s for p in pairs) for s in sources}
     print(f"pairs/{args.split}: {counts[args.split]} pairs {by} from {len(scenarios)} scenarios")
+    args.maybe_push(folder)
+
+
+def build_position_pairs(args: ScriptArguments, folder) -> None:
+    from poolbench_data.boards.splits import eval_id_prefix
+    from poolbench_data.checks.pairs import check_pairs
+    from poolbench_data.core.errors import UserError
+    from poolbench_data.hub.folder import first_scenarios
+    from poolbench_data.hub.update import write_config
+    from poolbench_data.pairs.position import position_pairs
+    from poolbench_data.report.provenance import provenance
+
+    boards = first_scenarios(folder, args.split, args.position_n, "--position_n")
+    pairs = position_pairs(boards, args.split, continuation=args.position_continuation,
+                           options=args.position_options, workers=args.workers, progress=True)
+    if not pairs:
+        # An empty config would replace the last one and train on nothing.
+        raise UserError(f"--position_n {args.position_n}: no pairs from the run-outs of {len(boards)} boards (no "
+                        f"turn's options ran out differently); {folder} is unchanged. Give more boards")
+    check_pairs(pairs, eval_id_prefix(folder))  # what training/dpo.py checks, before the folder changes
+    counts = write_config(folder, "pairs_position", {args.split: pairs}, "pairs_position",
+                          provenance(split=args.split, position_n=args.position_n,
+                                     continuation=args.position_continuation, options=args.position_options))
+    print(f"pairs_position/{args.split}: {counts[args.split]} pairs from the run-outs of {len(boards)} boards "
+          f"(continuation: {args.position_continuation}; at most {args.position_options} options a turn)")
     args.maybe_push(folder)
 
 

@@ -1,9 +1,12 @@
 """Add the `sft` config (Oracle demonstrations) or, with --tools, the
-`sft_tools` config (ghost_ball tool-use demonstrations) to a dataset folder.
+`sft_tools` config (ghost_ball tool-use demonstrations), or with --game runout
+the `sft_runout` config (the position Oracle's turns in run-outs) to a dataset
+folder.
 
     .venv/bin/python builders/build_dataset.py --train_n 500 --players oracle
     .venv/bin/python builders/build_sft.py --dataset_dir poolbench
     .venv/bin/python builders/build_sft.py --dataset_dir poolbench --tools
+    .venv/bin/python builders/build_sft.py --dataset_dir poolbench --game runout --runout_n 100
 
 Rows come only from the train split: evaluation boards never enter training.
 Then: training/sft.py --config training/recipes/sft-smollm2-135m-cpu.yaml
@@ -26,6 +29,17 @@ class ScriptArguments(PushArguments):
     split: str = field(default="train", metadata={"help": "Split to take demonstrations from (never test)."})
     tools: bool = field(default=False, metadata={"help": "Build `sft_tools` (the model calls ghost_ball, then "
                                                           "answers with its aim) instead of `sft`."})
+    game: str = field(default="", metadata={"help": "runout: build `sft_runout` instead of `sft`, the position "
+                                                     "Oracle's turns that pot cleanly in a run-out from each of the "
+                                                     "split's first --runout_n boards, each prompt the one `poolbench "
+                                                     "eval --game runout` sends on that turn."})
+    # The two fields below are read only with --game (metadata "requires"): given without it, the build refuses them.
+    runout_n: int = field(default=100, metadata={
+        "requires": "game", "help": "With --game runout: the split's boards (its first N, in board order) whose "
+                                    "run-outs give demonstrations."})
+    workers: int = field(default=0, metadata={
+        "requires": "game", "help": "With --game runout: worker processes that play the run-outs (0: one per core); "
+                                    "the rows are the same at any number."})
     # The fields below are read only with --tools (metadata "requires"): given without it, the build refuses them.
     seed: int = field(default=0, metadata={
         "requires": "tools",
@@ -69,6 +83,8 @@ def build(args: ScriptArguments) -> None:
     from poolbench_data.report.provenance import provenance
 
     check_requires(args)  # a tool-only flag without --tools would be silently ignored
+    if args.game:
+        return build_runout(args)
     check_seed("--seed", args.seed)
     for flag in ("retry_blocked_share", "at_cap_no_pot_share"):
         if not 0 <= getattr(args, flag) <= 1:
@@ -114,6 +130,39 @@ def build(args: ScriptArguments) -> None:
         pots = sum(r["demonstration"] == "pot" for r in rows)
         print(f"sft/{args.split}: {counts[args.split]} demonstrations ({pots} legal pots, "
               f"{counts[args.split] - pots} legal contacts) from {len(scenarios)} scenarios")
+    args.maybe_push(folder)
+
+
+def build_runout(args: ScriptArguments) -> None:
+    from pathlib import Path
+
+    from poolbench_data.boards.splits import EVAL_SPLITS, eval_id_prefix
+    from poolbench_data.checks.demos import check_sft_rows
+    from poolbench_data.core.errors import UserError, check_at_least
+    from poolbench_data.demos.runout import GAME, sft_runout_rows
+    from poolbench_data.hub.folder import first_scenarios, require_dataset
+    from poolbench_data.hub.update import write_config
+    from poolbench_data.players.pool import resolve_workers
+    from poolbench_data.report.provenance import provenance
+
+    if args.game != GAME:
+        raise UserError(f"--game {args.game!r}: give {GAME} (the `sft_runout` config), or leave --game out for `sft`")
+    if args.tools:
+        raise UserError("--game runout and --tools build different configs (sft_runout, sft_tools); give one")
+    check_at_least("--runout_n", args.runout_n, 1)
+    workers = resolve_workers(args.workers)  # a negative count: one line naming --workers
+    if args.split in EVAL_SPLITS:
+        raise UserError(f"--split {args.split}: demonstrations from the evaluation boards would leak them into "
+                        f"training; use --split train")
+    folder = require_dataset(Path(args.dataset_dir))
+    boards = first_scenarios(folder, args.split, args.runout_n, "--runout_n")
+    rows = sft_runout_rows(boards, args.split, workers=workers, progress=True)
+    check_sft_rows(rows, eval_id_prefix(folder))  # what training/sft.py checks, before the folder changes
+    counts = write_config(folder, "sft_runout", {args.split: rows}, "sft_runout",
+                          provenance(split=args.split, game=GAME, runout_n=args.runout_n))
+    won = sum(r["won"] for r in rows)
+    print(f"sft_runout/{args.split}: {counts[args.split]} demonstrations (turns that potted cleanly, {won} of them "
+          f"winning) from the run-outs of {len(boards)} boards")
     args.maybe_push(folder)
 
 

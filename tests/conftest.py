@@ -270,7 +270,8 @@ WORKER_GROUPS = {
     "vllm": ("tests/test_bad_input.py::test_a_terminated_eval_shuts_the_vllm_engine_down",
              "tests/test_eval_cli.py::", "tests/test_eval_failures.py::", "tests/test_llm_backends.py::",
              "tests/test_game_eval.py::TestOnTheEngine::", "tests/test_game_eval.py::TestOnTheServer::",
-             "tests/test_readme_commands.py::TestAsTyped::", "tests/test_verifiers_env.py::"),
+             "tests/test_readme_commands.py::TestAsTyped::", "tests/test_verifiers_env.py::",
+             "tests/test_verifiers_games.py::TestOnTheServer::"),
     "ray": ("tests/test_ray.py::", "tests/test_bad_input.py::test_a_local_ray_instance_dies"),
 }
 # The files that take longest (each run prints its slowest tests), started right after the groups and longest first,

@@ -30,14 +30,17 @@ TRAINING = ["training/sft.py", "training/dpo.py", "training/grpo.py"]
 KINDS = {
     "input": ["--eval_dir", "--pilot_json", "--baselines_json", "--trainer_state", "--responses", "--dataset_dir", "--tool_eval_dir",
               "--shards_dir", "--sft_recipe", "--dpo_recipe",
-              "--tools_sft_recipe", "--tools_dpo_recipe", "--grpo_recipe", "--tool_chat_template", "--spread_from"],
+              "--tools_sft_recipe", "--tools_dpo_recipe", "--grpo_recipe", "--tool_chat_template", "--spread_from",
+              "--runout_sft_recipe", "--position_dpo_recipe"],
     "model": ["--model", "--free_text_model"],  # a folder, or a Hub id (owner/name)
     "output": ["--out", "--output_dir", "--output_path", "--work_dir", "--results_json", "--eval_results"],
     "names": ["--players", "--baselines", "--categories", "--sources", "--tool_sources", "--stages", "--decimals",
               "--split", "--track", "--after_model", "--executor", "--player", "--shard", "--board", "--tool_speeds",
-              "--tool_demo_order", "--tool_demo_speeds", "--reward_levels", "--episodes_games", "--episodes_players"],
+              "--tool_demo_order", "--tool_demo_speeds", "--reward_levels", "--episodes_games", "--episodes_players",
+              "--position_continuation", "--game", "--game_action", "--game_reward"],
     "name": ["--name"],
     "url": ["--base_url"],
+    "host": ["--host"],
     "ray": ["--ray_address"],
     "repo": ["--repo_id", "--eval_results_dataset"],
     "model_args": ["--model_args", "--eval_model_args", "--sample_model_args"],
@@ -47,7 +50,7 @@ KINDS = {
 KIND_OF = {flag: kind for kind, flags in KINDS.items() for flag in flags}
 KIND_VALUES = {
     "input": ["", "{missing}"], "model": ["{missing}"], "output": ["", "{file}/x"], "names": ["", "zz_unknown"],
-    "name": [""], "url": ["", "not a url"], "ray": ["zz:not-an-address"], "repo": ["", "a/b/c"],
+    "name": [""], "url": ["", "not a url"], "host": ["", "not a host"], "ray": ["zz:not-an-address"], "repo": ["", "a/b/c"],
     "model_args": ["zz"], "script_args": ["--zz_no_such_flag 1"], "id_prefix": ["zz"],
 }
 # Valid although they look wrong: (entry point, flag, value) -> why.
@@ -55,7 +58,7 @@ VALID = {
     **{(e, f, ""): "'' is the documented default" for e, f in [
         ("training/loop.py", "--work_dir"), ("training/loop.py", "--stages"), ("training/loop.py", "--results_json"),
         ("training/loop.py", "--tool_demo_order"), ("training/loop.py", "--tool_demo_speeds"),
-        ("training/loop.py", "--tool_sources"),
+        ("training/loop.py", "--tool_sources"), ("training/loop.py", "--game"), ("builders/build_sft.py", "--game"),
         ("poolbench eval", "--categories"), ("poolbench eval", "--output_path"),
         ("poolbench eval", "--dataset_dir"), ("poolbench eval", "--responses"), ("poolbench eval", "--eval_results"),
         ("poolbench score", "--out"), ("poolbench compare", "--out"),

@@ -306,6 +306,32 @@ def test_sigterm_mid_run_keeps_every_finished_episode(scripted, tmp_path):
     assert rows[-1]["end"] == "foul" and rows[-1]["answers"] == ["no idea"]
     assert [(r["episode"], r["turn"]) for r in _rows(out / "llm_turns.jsonl")] == [(0, 1), (1, 1)]
 
+    # The same command resumes: the baselines and episode 1 are kept, episode 0 is played again from its start.
+    asked = []
+
+    def again(conv):
+        asked.append(conv[-1]["content"])
+        return answer(conv)
+
+    scripted(Scripted(again))
+    result = evaluate(EvalConfig(game="runout", n=2, baselines="heuristic", out=str(out), quiet=True))
+    assert any(_cue_line(0) in a for a in asked) and not any(_cue_line(1) in a for a in asked), \
+        "only episode 0 is played"
+    rows = _rows(out / "episodes.jsonl")
+    assert [(r["player_kind"], r["episode"]) for r in rows] == [("baseline", 0), ("baseline", 1), ("llm", 1),
+                                                                ("llm", 0)]
+    turns = _rows(out / "llm_turns.jsonl")
+    assert [(r["episode"], r["turn"]) for r in turns][:2] == [(1, 1), (0, 1)], "episode 0's cut turn is dropped"
+    assert [s["run_out"]["n"] for s in result.summary.values()] == [2, 2]
+    fresh = evaluate(EvalConfig(game="runout", n=2, baselines="heuristic", out=str(tmp_path / "fresh"), quiet=True))
+    assert fresh.summary == result.summary and fresh.paired == result.paired
+
+    # Another run's settings are refused before any work, naming what differs; nothing on disk changes.
+    before = (out / "episodes.jsonl").read_bytes()
+    with pytest.raises(UserError, match=r"^--out .* holds the episodes of another run \(n: 2 there, 3 now"):
+        evaluate(EvalConfig(game="runout", n=3, baselines="heuristic", out=str(out), quiet=True))
+    assert (out / "episodes.jsonl").read_bytes() == before
+
 
 def _cue_line(k: int) -> str:
     """The cue ball's line of run-out board k's first table (what tells two boards' prompts apart)."""

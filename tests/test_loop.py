@@ -557,3 +557,78 @@ def test_the_machine_names_its_cpu_and_its_bf16(tmp_path):
     assert cpu_name(str(info)) == "AMD EPYC (AVX-512 bf16)"
     info.write_text("model name\t: AMD EPYC 7B13\nflags\t\t: fpu avx2\n")
     assert cpu_name(str(info)) == "AMD EPYC 7B13 (no native bf16)"
+
+
+# --- the run-out pilot (--game runout) ---
+
+def test_the_runout_pilot_chains_its_builders_training_and_game_evaluations(tmp_path):
+    from poolbench_data.config import read_yaml
+    from poolbench_data.evaluation.config import EvalConfig
+
+    loop = _loop()
+    runner = loop.Loop(loop.LoopArguments(game="runout", work_dir=str(tmp_path), dpo_steps=0, game_eval_n=7,
+                                          runout_demo_starts=30, position_pairs=12))
+    ran = []
+    runner.run = ran.append
+    for stage in ("sft_data", "eval_start", "sft", "eval_sft", "pairs", "dpo", "eval_dpo"):
+        runner.stage = stage
+        getattr(runner, stage)()
+    sft_data, start, sft, eval_sft, pairs, dpo, eval_dpo = ran
+    assert sft_data[sft_data.index("--game") + 1] == "runout" and sft_data[sft_data.index("--runout_n") + 1] == "30"
+    assert "--position" in pairs and pairs[pairs.index("--position_n") + 1] == "12"
+    assert sft[sft.index("--config") + 1] == "training/recipes/sft-runout-smollm2-135m-cpu.yaml"
+    assert dpo[dpo.index("--config") + 1] == "training/recipes/dpo-position-smollm2-135m-cpu.yaml"
+    assert dpo[dpo.index("--model_name_or_path") + 1] == str(tmp_path / "sft" / "merged")
+    configs = [EvalConfig(**read_yaml(c[c.index("--config") + 1], EvalConfig)) for c in (start, eval_sft, eval_dpo)]
+    assert [(c.game, c.n, c.seed, c.name) for c in configs] == [("runout", 7, 0, n) for n in ("start", "sft", "dpo")]
+    assert configs[0].baselines == loop.RUNOUT_BASELINES and configs[1].baselines == "heuristic"
+    assert configs[2].model == str(tmp_path / "dpo" / "merged") and configs[2].out == str(tmp_path / "eval_dpo")
+
+
+def test_the_runout_pilots_json_pairs_each_stage_with_the_one_before_on_the_same_starts(tmp_path):
+    """Three 'models' of stored answers on the same 3 starts: the JSON counts their balls and pairs them."""
+    from poolbench_data.evaluation import EvalConfig, evaluate
+    from poolbench_data.games.players import make_player
+    from poolbench_data.games.step import rules_of, start_game
+    from poolbench_data.protocol.prompts import format_action
+
+    def oracle(k):
+        state = start_game("runout", k)
+        return format_action(make_player("runout", "oracle").decide(state).action, rules_of("runout").scenario(state))
+
+    # an Oracle's first shot, then an answer that fouls (the visit ends on turn 2 at the latest)
+    answers = {"start": {k: ["no idea"] for k in range(3)}, "sft": {0: [oracle(0), "x"], 1: ["x"], 2: [oracle(2), "x"]},
+               "dpo": {k: [oracle(k), "x"] for k in range(3)}}
+    for name, texts in answers.items():
+        turns = tmp_path / f"{name}.jsonl"
+        turns.write_text("".join(json.dumps({"player": name, "game": "runout", "episode": k, "sample": 0, "turn": t,
+                                             "start": start_game("runout", k).start, "raw_response": text}) + "\n"
+                                 for k, texts_k in texts.items() for t, text in enumerate(texts_k, 1)))
+        evaluate(EvalConfig(game="runout", backend="replay", responses=str(turns), name=name, n=3, quiet=True,
+                            baselines="heuristic" if name != "start" else "heuristic,oracle",
+                            out=str(tmp_path / f"eval_{name}")))
+    from poolbench_data.report.pilot import pilot_runout_result, runout_table
+
+    result = pilot_runout_result(tmp_path, {"sft_runout": 30, "pairs_position": None})
+    models = result["models"]
+    assert [models[m]["balls"]["n"] for m in ("start", "sft", "dpo")] == [3, 3, 3]
+    assert models["start"]["balls"]["mean"] == 0 and models["dpo"]["balls"]["mean"] > models["sft"]["balls"]["mean"]
+    assert set(result["baselines"]) == {"heuristic", "oracle"}
+    sft_vs_start, dpo_vs_sft = result["paired"]["sft_vs_start"], result["paired"]["dpo_vs_sft"]
+    assert sft_vs_start["n"] == 3 and sft_vs_start["balls"]["a_more"] >= 1 and sft_vs_start["balls"]["b_more"] == 0
+    assert dpo_vs_sft["balls"]["a_more"] >= 1 and "dpo_vs_oracle" in result["paired"]
+    assert result["demonstrations_available"] == 30 and result["dpo_pairs_available"] is None
+    table = runout_table(result)
+    assert "sft vs start" in table and "oracle" in table
+
+
+def test_runout_pilot_arguments_are_one_line(capsys):
+    loop = _loop()
+    for argv, flag in ((["--game", "nineball"], "--game 'nineball'"), (["--game", "runout", "--track", "tools"],
+                                                                       "--game runout is a track of its own"),
+                       (["--track", "runout"], "--track must be one of free_text, tools"),
+                       (["--game", "runout", "--game_eval_n", "0"], "--game_eval_n"),
+                       (["--game", "runout", "--stages", "samples"], "unknown stage(s) ['samples'] for --game runout")):
+        assert loop.main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and flag in err, err

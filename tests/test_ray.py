@@ -90,6 +90,18 @@ def test_a_ray_build_equals_the_local_build_byte_for_byte(ray_instance, tmp_path
     assert sorted(a) == sorted(b) and [f for f in a if a[f] != b[f]] == []
 
 
+@pytest.mark.slow
+def test_a_game_episode_is_the_same_on_ray_in_a_process_pool_and_in_this_process(ray_instance):
+    """Seeded racks, a searching player's run-out and Random's draws: the episode is a pure function of its task."""
+    from poolbench_data.games.play import play_episode, play_tasks
+
+    tasks = [("nineball-seeded", "mock", k, 0, 3, 0) for k in range(2)] + [
+        ("runout", "oracle", 0, 0, 15, 0), ("runout", "random", 1, 0, 15, 1)]
+    here = [play_episode(*t).digest() for t in tasks]  # tests/test_games.py: a process pool gives these too
+    on_ray = [e.digest() for e in play_tasks(tasks, workers=2, executor="ray")]
+    assert here == on_ray and len(set(here)) == len(here)
+
+
 def test_executor_mistakes_are_named_before_any_work():
     with pytest.raises(ValueError, match="--executor 'dask' is not one of local, ray"):
         check_executor("dask")

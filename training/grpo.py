@@ -21,7 +21,12 @@ LoRA by default, the model and the leak checks before anything loads, resuming, 
   `environment_factory` (`poolbench_data.rl.env.PoolBenchEnv`);
 - `spread_from`: only the train boards whose sampled answers (a `poolbench eval --tools --samples K` folder)
   scored differently; a board whose rollouts all score alike gives GRPO's within-board advantage nothing;
-- trainer_state.json logs rewards/physics_reward/mean per step.
+- `game: runout` (or nineball-seeded) plays whole episodes instead of one shot (poolbench_data/finetune/grpo.py):
+  the starts are `game_episodes` episodes of base seed `game_seed` (poolbench_data.rl.game_trl.game_prompts; no
+  dataset folder is read, and the evaluation seed is refused), the model shoots by calling the `shoot` tool through
+  TRL's environment_factory, each call one attempt played as `poolbench eval --game` plays an answer, and the
+  reward is the episode's sum of `game_reward` (balls, success or physics);
+- trainer_state.json logs rewards/physics_reward/mean per step (a game: rewards/game_reward/mean).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from poolbench_data.finetune.common import (
     LoraModelConfig, RunResult, TrainScriptArguments, command_line, load_checked_splits, model_and_tokenizer,
     run_script, usage_errors,
 )
+from poolbench_data.finetune.grpo import SHOT, check_game_flags, make_game_trainer, reward_levels, run_metrics
 from poolbench_data.finetune.trainer import build_trainer, fit
 
 logger = logging.getLogger("poolbench.grpo")
@@ -77,6 +83,27 @@ class GRPOScriptArguments(TrainScriptArguments):
                   "(the loop's samples/): train only on the boards whose samples scored differently, where GRPO's "
                   "within-board advantage is not zero. '' = every train board."},
     )
+    game: str = field(
+        default=SHOT,
+        metadata={"help": "shot: one shot a board of the dataset (the paper's protocol). nineball-seeded or runout: "
+                  "whole episodes of the game, the model shooting through the `shoot` tool (rl.game_trl); no "
+                  "dataset is read. nineball deals the evaluation's one rack and is refused."},
+    )
+    game_episodes: int = field(default=50, metadata={"help": "With a game: the starts, episodes 0 .. N-1."})
+    game_seed: int = field(
+        default=1, metadata={"help": "With a game: the starts' base seed (the evaluation's, 0, is refused)."}
+    )
+    game_action: str | None = field(
+        default=None,
+        metadata={"help": "With nineball-seeded: discrete (DeepPHY's speed and strike spot, the default) or "
+                  "continuous (cue_speed, a, b)."},
+    )
+    game_attempts: int = field(default=15, metadata={"help": "With a game: the most attempts an episode takes."})
+    game_reward: str = field(
+        default="balls",
+        metadata={"help": "With a game: balls (potted on clean attempts), success (1 for a won episode) or physics "
+                  "(each attempt's level, 0-3), summed over the episode."},
+    )
 
 
 def make_parser() -> TrlParser:
@@ -102,6 +129,9 @@ def make_trainer(
     from poolbench_data.rl.reward import physics_reward
     from poolbench_data.rl.boards import only_spread
 
+    check_game_flags(script_args)
+    if script_args.game != SHOT:
+        return make_game_trainer(script_args, training_args, model_args, reward_funcs)
     if training_args.remove_unused_columns:
         # Trainer would keep only `prompt`, and physics_reward would fail after the first generation.
         raise ValueError(
@@ -138,26 +168,6 @@ def make_trainer(
     return trainer, tokenizer
 
 
-def reward_levels(script_args: GRPOScriptArguments) -> tuple[float, ...]:
-    """The four level rewards of `reward_levels`; a malformed list, or it or `unscored_calls` without tool_env,
-    is refused."""
-    import math
-
-    text = script_args.reward_levels
-    try:
-        levels = tuple(float(x) for x in text.split(","))
-    except ValueError:
-        levels = ()
-    if len(levels) != 4 or not all(math.isfinite(x) for x in levels):
-        raise ValueError(f"reward_levels={text!r}: give 4 comma-separated numbers, the rewards of an unparseable "
-                         "answer, a foul, a legal contact and a legal pot (default 0,1,2,3)")
-    if levels != (0, 1, 2, 3) and not script_args.tool_env:
-        raise ValueError("reward_levels applies to tool_env: true only; drop it or set tool_env: true")
-    if script_args.unscored_calls and not script_args.tool_env:
-        raise ValueError("unscored_calls applies to tool_env: true only; drop it or set tool_env: true")
-    return levels
-
-
 def train(
     script_args: GRPOScriptArguments,
     training_args: GRPOConfig,
@@ -166,9 +176,7 @@ def train(
 ) -> RunResult:
     with usage_errors():
         trainer, tokenizer = make_trainer(script_args, training_args, model_args, reward_funcs)
-    boards = {"train_boards": len(trainer.train_dataset), "spread_from": script_args.spread_from,
-              "unscored_calls": script_args.unscored_calls}
-    return fit(trainer, tokenizer, script_args, training_args, extra_metrics=boards)
+    return fit(trainer, tokenizer, script_args, training_args, extra_metrics=run_metrics(script_args, trainer))
 
 
 def main(argv: list[str] | None = None, reward_funcs: Sequence[Callable] | None = None) -> RunResult:

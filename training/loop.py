@@ -41,6 +41,23 @@ speed and calls the ghost_ball tool for the angle.
   eval_grpo  `poolbench eval --tools` of the GRPO model
   free_text  `poolbench eval` of --free_text_model (a free-text SFT model), if given
   results    the counts, exact McNemar against tool SFT; WORK_DIR/pilot_tools.json (and --results_json)
+
+The run-out pilot (--game runout): the model plays PoolBench run-outs (docs/games.md), learns the position
+Oracle's shots, then prefers the shot that leaves the longer run.
+    .venv/bin/python training/loop.py --config training/recipes/loop-runout-pilot.yaml   # docs/results.md#run-out-pilot
+  dataset     as above
+  sft_data    builders/build_sft.py --game runout: the position Oracle's clean pots in run-outs from the train
+              boards (config sft_runout; --runout_demo_starts boards)
+  eval_start  `poolbench eval --game runout` of --model on --game_eval_n starts of seed 0, with every run-out
+              baseline (the Oracle, the position Oracle, both Heuristics, Random)
+  sft         training/sft.py with --runout_sft_recipe
+  eval_sft    `poolbench eval --game runout` of the SFT model (with the Heuristic)
+  pairs       builders/build_pairs.py --position: two clean pots at a run-out turn, the one whose table the
+              position Oracle runs further from chosen (config pairs_position; --position_pairs of them)
+  dpo         training/dpo.py with --position_dpo_recipe from the SFT model
+  eval_dpo    `poolbench eval --game runout` of the DPO model
+  results     balls per visit, run-outs and fouls of each model and baseline on the same starts, exact paired
+              tests between stages; WORK_DIR/pilot_runout.json (and --results_json)
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@
   poolbench rounding   the angle-rounding ablation on the Oracle (H1)
   poolbench play       the human baseline: play the boards yourself (terminal or --web), scored like a model
   poolbench figures    figures of a run (Table-1 bars, boards, before/after, training curves)
+  poolbench serve-env  the games as an OpenEnv environment server (HTTP and WebSocket, on loopback)
 
 Flags use underscores (--max_tokens, --dataset_dir), as TRL and
 lm-evaluation-harness do; each command's flags are the fields of its config
@@ -31,6 +32,7 @@ COMMANDS = {
     "rounding": "the Oracle's aim rounded to 0/1/2 decimals before simulation (the paper's H1)",
     "play": "the human baseline: type an action for each board (--web: in a browser), scored like a model",
     "figures": "figures of a run: Table-1 bars, a model-vs-Oracle board, before/after bars, training curves",
+    "serve-env": "the games as an OpenEnv environment server for RL harnesses (HTTP and WebSocket, on loopback)",
 }
 
 
@@ -41,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="poolbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in COMMANDS.items():
-        module = importlib.import_module(f"poolbench_data.cli.{name}")
+        module = importlib.import_module(f"poolbench_data.cli.{name.replace('-', '_')}")
         sp = sub.add_parser(name, help=help_text, description=module.CONFIG.__doc__)
         add_arguments(sp, module.CONFIG)
         sp.set_defaults(_run=module.run, _config_class=module.CONFIG, _prog=sp.prog)  # no field has these names

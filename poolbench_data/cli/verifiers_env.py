@@ -17,11 +17,16 @@ Arguments (`--env.taskset.*` on the command line, keywords of `load_environment`
 is parsed and simulated by this package (`answer_record`, the evaluator's own path) and scored: the reward, and the
 metrics legal_contact, own_potted, foul, opp_or_8_potted, clean_pot and parseable (each 0/1), plus tool_calls.
 
+`game` plays a game turn by turn instead of one shot (docs/games.md), as `poolbench eval --game G` does: one
+episode a rollout, each answer played by rl.game_env.GameSession, the reward summed over the episode's turns
+(`--env.taskset.game runout`; poolbench_data.cli.verifiers_games says how).
+
 The harness plays the protocol in process (the contract verifiers allows a harness: every model call goes
 through the rollout's interception endpoint): the system and user prompts, then on the tools track every turn
 whose text holds `<tool_call>` blocks outside its reasoning gets the tool's results (llm.tools.answer_calls) until
-a turn holds none or `max_calls` turns called; that last turn is the answer. Sampling defaults to the protocol's
-(T 0.2, 300 tokens); `--sampling.*` overrides it.
+a turn holds none or `max_calls` turns called; that last turn is the answer. With a game the same loop plays the
+episode, GameSession in place of the tool. Sampling defaults to the protocol's (T 0.2, 300 tokens); `--sampling.*`
+overrides it.
 """
 
 from __future__ import annotations
@@ -33,19 +38,36 @@ import re
 import verifiers.v1 as vf
 from pydantic import ValidationError, model_validator
 
+from poolbench_data.cli.verifiers_games import (  # noqa: F401 - GAME_METRICS, RUNOUT_METRICS: the taskset's API
+    GAME_METRICS,
+    RUNOUT_METRICS,
+    SHOT,
+    check_game_arguments,
+    episodes,
+    game_metrics,
+    play,
+    played,
+)
 from poolbench_data.config import shown
 from poolbench_data.evaluation.env_boards import BoardSource
+from poolbench_data.games.records import GAMES
+from poolbench_data.llm.observation import HISTORIES
 from poolbench_data.llm.tools import MAX_CALLS, TOOL_NOTE, TOOLS, answer_calls, tool_calls
 from poolbench_data.protocol.prompts import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+from poolbench_data.rl.game_env import MAX_ATTEMPTS
+from poolbench_data.rl.game_env import REWARDS as GAME_REWARDS
 
 TASKSET_ID = "poolbench"
 TRACKS = ("free_text", "tools")
 REWARDS = ("clean_pot", "physics")
 METRICS = ("legal_contact", "own_potted", "foul", "opp_or_8_potted", "clean_pot", "parseable")
+# The settings of one kind of environment, each refused (when not left at its default) by the other.
+SHOT_ONLY = ("dataset_dir", "split", "track", "max_calls")
+GAME_ONLY = ("action", "attempts", "history")
 
 
 class PoolBenchConfig(vf.TasksetConfig):
-    """PoolBench's boards, track and reward (`--env.taskset.*`)."""
+    """PoolBench's boards, track and reward, or a game's episodes (`--env.taskset.*`)."""
 
     id: str = TASKSET_ID
     dataset_dir: str = ""
@@ -53,17 +75,29 @@ class PoolBenchConfig(vf.TasksetConfig):
     split: str = "test"
     """The dataset folder's split (with dataset_dir)."""
     n: int | None = None
-    """Boards: the first n of the split, or n generated boards (default: every board of the split, or 50)."""
+    """Boards: the first n of the split, or n generated boards (default: every board of the split, or 50); a game:
+    n episodes (default 50)."""
     seed: int | None = None
-    """Base seed of generated boards (default: the evaluation set's 0; with train, 1)."""
+    """Base seed of generated boards, or of a game's episodes (default: the evaluation set's 0; with train, 1)."""
     train: bool = False
-    """An environment to train on: the evaluation split, seed and boards are refused."""
+    """An environment to train on: the evaluation split, seed and boards are refused (and nineball's one rack)."""
     track: str = "free_text"
     """free_text: one answer (the paper's protocol); tools: the ghost_ball tool before the answer."""
     max_calls: int = MAX_CALLS
     """Turns that may call the tool on the tools track; the turn after the last is the answer."""
-    reward: str = "clean_pot"
-    """clean_pot: 1 for a legal pot, else 0; physics: 0 unparseable, 1 foul, 2 legal contact, 3 legal pot."""
+    reward: str = ""
+    """A single shot: clean_pot (the default), 1 for a legal pot, else 0; physics: 0 unparseable, 1 foul, 2 legal
+    contact, 3 legal pot. A game: balls (the default), success or physics, summed over the episode's turns."""
+    game: str = SHOT
+    """shot: one shot a board (the paper's protocol); nineball, nineball-seeded, runout: a game played turn by turn,
+    one episode a rollout (n episodes of base seed `seed`)."""
+    action: str | None = None
+    """With a nine-ball game: discrete (DeepPHY's answer line, the default) or continuous (a JSON of speed and
+    spin)."""
+    attempts: int = MAX_ATTEMPTS
+    """With a game: the most attempts an episode takes (DeepPHY's 15)."""
+    history: str = "full"
+    """With a game: full, each turn sends the conversation so far; current, the system prompt and the table now."""
 
     @model_validator(mode="before")
     @classmethod
@@ -74,6 +108,8 @@ class PoolBenchConfig(vf.TasksetConfig):
 
     @model_validator(mode="after")
     def _check(self) -> PoolBenchConfig:
+        if not self.reward:  # each kind's own default, kept in the config verifiers records
+            self.reward = "clean_pot" if self.game == SHOT else "balls"
         check_arguments(self)
         return self
 
@@ -86,10 +122,11 @@ _WHOLE = re.compile(r"[+-]?[0-9]+")
 # What each argument takes, for the one line that names it.
 _WHOLES = {"n": "a whole number >= 1, or leave it out for every board of the split (50 generated boards)",
            "seed": "a whole number in [0, 2**63 - 1], or leave it out for the split's default",
-           "max_calls": "a whole number >= 1"}
+           "max_calls": "a whole number >= 1", "attempts": "a whole number from 1 to 100"}
 _TEXTS = {"dataset_dir": "a dataset folder's path, or leave it out for generated boards",
           "split": "a split of dataset_dir, e.g. 'train'", "track": f"{' or '.join(TRACKS)}",
-          "reward": f"{' or '.join(REWARDS)}"}
+          "reward": f"{' or '.join(REWARDS)} (a game: {', '.join(GAME_REWARDS)})",
+          "game": f"{SHOT} or a game: {', '.join(GAMES)}", "history": f"{' or '.join(HISTORIES)}"}
 
 
 def check_types(data: dict) -> None:
@@ -97,7 +134,7 @@ def check_types(data: dict) -> None:
     one ValueError naming the argument and what to give."""
     for name, what in _WHOLES.items():
         value = data.get(name)
-        if name not in data or (value is None and name != "max_calls"):
+        if name not in data or (value is None and name not in ("max_calls", "attempts")):
             continue
         if isinstance(value, bool) or not (isinstance(value, int) or isinstance(value, str)
                                            and _WHOLE.fullmatch(value.strip())):
@@ -105,57 +142,90 @@ def check_types(data: dict) -> None:
     for name, what in _TEXTS.items():
         if name in data and not isinstance(data[name], str):
             raise ValueError(f"{name} is {shown(data[name])}; give {what}")
+    if data.get("action") is not None and not isinstance(data["action"], str):
+        raise ValueError(f"action is {shown(data['action'])}; give discrete or continuous, or leave it out")
     if "train" in data and not isinstance(data["train"], (bool, str)):
         raise ValueError(f"train is {shown(data['train'])}; give True (an environment to train on) or False")
 
 
 def check_arguments(config) -> None:
     """Every argument, before any board is made or engine started: one ValueError naming the argument."""
+    if config.game != SHOT:
+        return check_game_arguments(config, REWARDS, lambda what: _only_with(config, SHOT_ONLY, what))
     if config.track not in TRACKS:
         raise ValueError(f"track {config.track!r} is unknown; choose {' or '.join(TRACKS)}")
     if config.reward not in REWARDS:
+        if config.reward in GAME_REWARDS:
+            raise ValueError(f"reward {config.reward!r} is a game's reward; add game ({', '.join(GAMES)}), or "
+                             f"choose {' or '.join(REWARDS)}")
         raise ValueError(f"reward {config.reward!r} is unknown; choose {' or '.join(REWARDS)}")
     if isinstance(config.max_calls, bool) or config.max_calls < 1:
         raise ValueError(f"max_calls must be >= 1 (got {config.max_calls!r})")
+    _only_with(config, GAME_ONLY, f"read only with a game ({', '.join(GAMES)}); add game, or leave {{}} out")
     config.source().check()
 
 
-class PoolBenchData(vf.TaskData):
-    """One board (its scenario row) and how it is played and scored."""
+def _only_with(config, names: tuple[str, ...], what: str) -> None:
+    """The settings `names` left at their defaults: given to the other kind of environment, it would ignore them.
+    `what` says why, with {} for the setting's name."""
+    for name in names:
+        if getattr(config, name) != PoolBenchConfig.model_fields[name].default:
+            raise ValueError(f"{name} is {what.format(name)}")
 
-    board: dict
-    category: str
+
+class PoolBenchData(vf.TaskData):
+    """One board (its scenario row) and how it is played and scored; with a game, one episode's start (episode k
+    of base seed `seed`) and the game's settings."""
+
+    board: dict | None = None
+    category: str = ""
     track: str = "free_text"
     max_calls: int = MAX_CALLS
     reward: str = "clean_pot"
+    game: str = SHOT
+    action: str | None = None
+    attempts: int = MAX_ATTEMPTS
+    history: str = "full"
+    episode: int = 0
+    seed: int = 0
 
 
 class PoolBenchTask(vf.Task[PoolBenchData, vf.State, vf.TaskConfig]):
-    """Scores the rollout's final answer with this package's parser and simulator."""
+    """Scores the rollout's final answer with this package's parser and simulator; a game's episode by the verdicts
+    the harness recorded as it played it."""
 
     @property
     def key(self) -> str:
+        if self.data.game != SHOT:
+            return f"{self.data.game}:{self.data.seed}:{self.data.episode}"
         return f"{self.data.id}:{self.data.track}"
 
     @vf.metric
     async def outcome(self, task, trace) -> dict[str, float]:
+        if getattr(task, "game", SHOT) != SHOT:
+            return game_metrics(task.game, played(trace))
         return {**shot_metrics(_board_json(task.board), final_text(trace)),
                 "tool_calls": float(len(trace.tool_messages))}
 
     @vf.reward
     async def reward(self, task, trace) -> dict[str, float]:
+        if getattr(task, "game", SHOT) != SHOT:
+            return {task.reward: float(sum(t["reward"] for t in played(trace)["turns"]))}
         metrics = shot_metrics(_board_json(task.board), final_text(trace))
         return {task.reward: metrics["physics"] if task.reward == "physics" else metrics["clean_pot"]}
 
 
 class PoolBenchTaskset(vf.Taskset[PoolBenchTask, PoolBenchConfig]):
     """The boards of `config.source()`, each the protocol's prompts (with the tool's paragraph on the tools
-    track)."""
+    track); with a game, its episodes' starts, each the evaluator's first messages."""
 
     def load(self):
         from poolbench_data.protocol.prompts import messages
 
         c = self.config
+        if c.game != SHOT:
+            yield from self._episodes()
+            return
         for s in c.source().boards():
             system, user = messages(s)
             note = TOOL_NOTE if c.track == "tools" else ""
@@ -163,6 +233,11 @@ class PoolBenchTaskset(vf.Taskset[PoolBenchTask, PoolBenchConfig]):
                                               system_prompt=system["content"] + note, board=s.to_row(),
                                               category=s.category, track=c.track, max_calls=c.max_calls,
                                               reward=c.reward), c.task)
+
+    def _episodes(self):
+        """Each episode's start as the evaluator deals it (verifiers_games.episodes); made as read."""
+        for fields in episodes(self.config):
+            yield PoolBenchTask(PoolBenchData(**fields), self.config.task)
 
 
 class PoolBenchHarnessConfig(vf.HarnessConfig):
@@ -185,6 +260,12 @@ class PoolBenchHarness(vf.Harness[PoolBenchHarnessConfig]):
         conv = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         tools = getattr(data, "track", "free_text") == "tools"
         client = openai.AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=0)
+        if getattr(data, "game", SHOT) != SHOT:
+            try:
+                text = await play(lambda conv: _turn(client, ctx.model, conv, False), conv, data, trace)
+            finally:
+                await client.close()
+            return vf.ProgramResult(exit_code=0, stdout=text, stderr="")
         try:
             text = await _turn(client, ctx.model, conv, tools)
             if tools:
@@ -207,7 +288,7 @@ class PoolBenchEnvConfig(vf.EnvConfig):
 
 
 class PoolBenchEnv(vf.Env[PoolBenchEnvConfig]):
-    """The single-agent episode: the agent plays the board once."""
+    """The single-agent episode: the agent plays the board, or the game's episode, once."""
 
     async def run(self, task, agents) -> None:
         await agents.agent.run(task)
@@ -226,13 +307,15 @@ def final_text(trace) -> str:
     """The rollout's last model turn as the evaluator reads an answer (llm.openai_backend.message_text): reasoning
     the server returned apart inside <think> ... </think>, the content, then structured calls as <tool_call> text.
     No turn at all is an empty answer."""
+    turns = trace.assistant_messages
+    return answer_text(turns[-1]) if turns else ""
+
+
+def answer_text(m) -> str:
+    """One model turn of a trace as the evaluator reads an answer (final_text's form)."""
     from poolbench_data.llm.backend import tool_call_text
     from poolbench_data.protocol.parsing import THINK_CLOSE, THINK_OPEN
 
-    turns = trace.assistant_messages
-    if not turns:
-        return ""
-    m = turns[-1]
     think = f"{THINK_OPEN}{m.reasoning_content}{THINK_CLOSE}" if m.reasoning_content else ""
     calls = [tool_call_text(c.name, c.arguments) for c in m.tool_calls or []]
     return "".join([think, m.content or "", *calls])
@@ -276,6 +359,7 @@ def _named(error: dict) -> str:
 
 def load_environment(**kwargs) -> vf.Env:
     """The environment verifiers runs (`vf.Env`): PoolBench's taskset, played by its harness. Keyword arguments
-    are the taskset's (PoolBenchConfig): dataset_dir, split, n, seed, train, track, max_calls, reward."""
+    are the taskset's (PoolBenchConfig): dataset_dir, split, n, seed, train, track, max_calls, reward; game,
+    action, attempts, history."""
     config = taskset_config(**kwargs)
     return vf.load_environment(vf.resolve_env_config({"taskset": config.model_dump()}))

@@ -4,7 +4,9 @@ run-outs) from the same starts as the game's baselines; one report (docs/games.m
 The baselines play first (games.play.run_episodes, a process pool), then the model (llm.game_player: every
 unfinished episode's turn in one batched request). Every episode is written to OUT/episodes.jsonl as it ends and
 every turn of the model's to OUT/llm_turns.jsonl as it is played, so a run stopped by SIGTERM keeps all it
-finished. The report is DeepPHY's Table 16 layout with its published MOCK row (nine-ball) or the run-out table,
+finished, and the same command resumes it: OUT/run.json holds the settings, the episodes on disk are kept, and
+only the others are played (a model's episode that a stop or a failed request cut short is played again from its
+start). The report is DeepPHY's Table 16 layout with its published MOCK row (nine-ball) or the run-out table,
 then exact paired tests of the model against each baseline on the same starts and samples.
 """
 
@@ -103,16 +105,17 @@ def evaluate_game(config) -> GameEvalResult:
     from poolbench_data.boards.generate import DEFAULT_N, DEFAULT_SEED
     from poolbench_data.core.errors import check_output_dir
     from poolbench_data.core.shutdown import terminate_as_exit
+    from poolbench_data.evaluation.game_resume import resume
     from poolbench_data.evaluation.logs import engine_logs
     from poolbench_data.evaluation.outputs import command_line
-    from poolbench_data.games.play import run_episodes
+    from poolbench_data.games.play import play_tasks
     from poolbench_data.games.players import GAME_PLAYERS
     from poolbench_data.games.step import start_game
     from poolbench_data.llm.game_player import GameSettings, episode_row, play_games, seats_of
     from poolbench_data.llm.model import model_name
     from poolbench_data.llm.registry import backend_spec
     from poolbench_data.players.pool import default_workers
-    from poolbench_data.report.games import facts
+    from poolbench_data.report.games import facts, facts_of_row
     from poolbench_data.report.provenance import provenance
 
     action, baselines = check_game(config)
@@ -130,25 +133,33 @@ def evaluate_game(config) -> GameEvalResult:
                             vision=config.vision, tools=config.tools, max_tool_calls=config.max_tool_calls)
     _check_context(config, model, starts, settings)
     out = check_output_dir(config.out or f"results/eval_{config.game}", "--out")
+    stamp = {"game": config.game, "n": config.n, "seed": config.seed, "attempts": config.attempts,
+             "baselines": baselines, "name": name, "responses": config.responses if replay else None,
+             "settings": settings.to_dict()}
+    kept = resume(out, stamp, name)
     t0 = time.perf_counter()
-    rows, episode_rows, turn_rows, usage = [], [], [], {}
-    with open(out / "episodes.jsonl", "w") as episodes_file, open(out / "llm_turns.jsonl", "w") as turns_file:
+    rows = [{**facts_of_row(r), "episode": r["episode"], "sample": r["sample"], "key": (r["episode"], r["sample"])}
+            for r in kept.episodes if r["player_kind"] == "baseline" or not r["request_failed"]]
+    episode_rows, turn_rows, usage = list(kept.episodes), list(kept.turns), {}
+    with open(out / "episodes.jsonl", "a") as episodes_file, open(out / "llm_turns.jsonl", "a") as turns_file:
         def keep(row: dict, file) -> None:
             file.write(json.dumps(row, sort_keys=True, default=str) + "\n")
             file.flush()
 
         with terminate_as_exit():
-            per_start = config.samples * len(baselines)
-            for i, ep in enumerate(run_episodes(config.game, baselines, config.n, config.seed, config.attempts,
-                                                workers=default_workers(), samples=config.samples,
-                                                progress=not config.quiet)):
-                k, j = i // per_start, (i // len(baselines)) % config.samples
+            done = {(r["player"], r["episode"], r["sample"]) for r in kept.episodes if r["player_kind"] == "baseline"}
+            tasks = [(config.game, p, k, config.seed, config.attempts, j) for k in range(config.n)
+                     for j in range(config.samples) for p in baselines if (p, k, j) not in done]
+            for (_, _, k, _, _, j), ep in zip(tasks, play_tasks(tasks, workers=default_workers(),
+                                                                progress=not config.quiet)):
                 rows.append({**facts(ep), "episode": k, "sample": j, "key": (k, j)})
-                row = {**ep.to_row(), "player_kind": "baseline", "episode": k, "sample": j, "digest": ep.digest()}
+                row = {**ep.to_row(), "player_kind": "baseline", "episode": k, "sample": j, "digest": ep.digest(),
+                       "balls": ep.balls}
                 episode_rows.append(row)
                 keep(row, episodes_file)
         t1 = time.perf_counter()
-        seats = seats_of(starts, settings)
+        finished = {(r["episode"], r["sample"]) for r in kept.episodes if r["player_kind"] == "llm"}
+        seats = [s for s in seats_of(starts, settings) if (s.episode, s.sample) not in finished]
         image_of = _image_of(config.game) if config.vision else None
 
         def on_turn(row: dict) -> None:
@@ -170,19 +181,24 @@ def evaluate_game(config) -> GameEvalResult:
                                  "key": (seat.episode, seat.sample)})
                 bar.update()
 
-            backend = None if replay is not None else backend_spec(config.backend).make(config, model, [])
+            # a resumed run whose model episodes all finished starts no engine
+            backend = None if replay is not None or not seats else backend_spec(config.backend).make(config, model, [])
             try:
                 source = _RunDeadline(backend, config.timeout) if backend is not None else None
                 play_games(seats, source, settings, player=name, replay=replay[0] if replay else None,
                            image_of=image_of, on_turn=on_turn, on_done=on_done, usage=usage)
                 backend_settings = (backend.settings() if backend is not None else
-                                    {"backend": config.backend, "responses": config.responses, "player": replay[1]})
+                                    {"backend": config.backend, "responses": config.responses,
+                                     "player": replay[1] if replay else None})
             finally:
                 bar.close()
                 if backend is not None:
                     backend.close()
     gen_s = time.perf_counter() - t1
-    failed = _request_failures(config, name, seats)
+    if kept.episodes:
+        print(f"resumed {out}: {len(kept.episodes)} episodes kept from the stopped run, "
+              f"{len(episode_rows) - len(kept.episodes)} played now")
+    failed = _request_failures(config, name, seats, len(kept.model_done))
     report, summary, paired = _report(config, name, baselines, rows, turn_rows, failed)
     print(report)
     results = {"game": config.game, "command": command_line(config), "report": report,
@@ -289,13 +305,14 @@ def _check_context(config, model: str, starts, settings) -> None:
                     f"to {need} or lower --max_tokens")
 
 
-def _request_failures(config, name: str, seats) -> dict:
+def _request_failures(config, name: str, seats, kept: int = 0) -> dict:
     """The model's episodes a failed request stopped, by failure kind, and whether they are more than
-    --max_failed_share allows (the run is incomplete): the single-shot evaluator's counts, by episode."""
+    --max_failed_share allows (the run is incomplete): the single-shot evaluator's counts, by episode. `kept`: the
+    model's finished episodes a resumed run took from disk."""
     from poolbench_data.llm.openai_backend import redact
 
     lost = [s.failure for s in seats if s.failure is not None]
-    total = len(seats)
+    total = len(seats) + kept
     by_kind: dict[str, int] = {}
     for f in lost:
         by_kind[f.kind] = by_kind.get(f.kind, 0) + 1

@@ -10,16 +10,19 @@ import shlex
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from poolbench_data.boards.splits import EVAL_SEED
 from poolbench_data.config import parse, run_main
 from poolbench_data.core.errors import UserError, check_at_least, check_seed
 from poolbench_data.core.shutdown import stop_group, terminate_as_exit
-from poolbench_data.llm.model import EMBEDDED, resolve_model
-from poolbench_data.finetune.extra_args import builder_flags, check_stage_args, setting, words
+from poolbench_data.llm.model import EMBEDDED
+from poolbench_data.finetune.extra_args import builder_flags, setting, words
 from poolbench_data.finetune.stamps import Stamps
+# servable, RECIPE_FIELDS and RUNOUT_BASELINES are the loop's names too (its users and tests import them from here)
+from poolbench_data.finetune.loop_inputs import RECIPE_FIELDS, check_inputs, servable
+from poolbench_data.finetune.loop_runout import GAMES, RUNOUT_BASELINES, RUNOUT_STAGES, RunoutStages
 from poolbench_data.report.pilot import examples_seen, pilot_result, pilot_tools_result, scaling_table
 
 # The repository whose builders/ and training/ scripts the stages run: this checkout's, by default.
@@ -27,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("before", "dataset", "sft_data", "sft", "scaling", "samples", "pairs", "dpo", "after", "compare")
 TOOL_STAGES = ("dataset", "sft_data", "sft", "eval_sft", "samples", "pairs", "dpo", "eval_dpo", "grpo", "eval_grpo",
                "free_text", "results")
-TRACKS = {"free_text": STAGES, "tools": TOOL_STAGES}
+TRACKS = {"free_text": STAGES, "tools": TOOL_STAGES, "runout": RUNOUT_STAGES}
 TOOL_BASELINES = "oracle,heuristic-centre,heuristic,random"
 
 
@@ -88,6 +91,20 @@ class LoopArguments:
                                   "string (one flag alone takes '=': --extra_pairs_args=--tool_robust)."})
     extra_dpo_args: str = field(default="", metadata={"help": "More training/dpo.py arguments."})
     extra_grpo_args: str = field(default="", metadata={"help": "More training/grpo.py arguments (--track tools)."})
+    game: str = field(default="", metadata={"help": "runout: the run-out pilot (stages "
+                      f"{RUNOUT_STAGES}): SFT on the position Oracle's run-out demonstrations, DPO on position "
+                      "pairs, each model playing --game_eval_n run-outs; '' = the single-shot tracks (--track)."})
+    runout_sft_recipe: str = field(default="training/recipes/sft-runout-smollm2-135m-cpu.yaml",
+                                   metadata={"help": "SFT recipe on the sft_runout config (--game runout)."})
+    position_dpo_recipe: str = field(default="training/recipes/dpo-position-smollm2-135m-cpu.yaml",
+                                     metadata={"help": "DPO recipe on the pairs_position config (--game runout)."})
+    game_eval_n: int = field(default=200, metadata={"help": "--game runout: run-out starts of the evaluation "
+                                                            "seed (0) each model plays."})
+    runout_demo_starts: int = field(default=0, metadata={"help": "--game runout: train boards whose position-Oracle "
+                                    "visits give the demonstrations (builders/build_sft.py --runout_n; 0 = the "
+                                    "builder's default)."})
+    position_pairs: int = field(default=0, metadata={"help": "--game runout: position pairs to build "
+                                "(builders/build_pairs.py; 0 = the builder's default)."})
     results_json: str = field(default="", metadata={"help": "Also write the before/after JSON here."})
     after_model: str = field(default="dpo", metadata={"help": "What `after` evaluates: dpo (SFT + DPO) or sft."})
 
@@ -119,7 +136,7 @@ def _run(cmd: list[str], log: Path, root: Path) -> None:
                           f"its output is in {log}")
 
 
-class Loop:
+class Loop(RunoutStages):
     """The stages, each a method named as the stage; `root`: the checkout whose builders/ and training/ run."""
 
     def __init__(self, a: LoopArguments, root: Path = ROOT):
@@ -128,11 +145,13 @@ class Loop:
         self.py = sys.executable
         self.cli = [self.py, "-m", "poolbench_data.cli"]
         self.tools = a.track == "tools"
+        self.game = a.game
         # Absolute once: the stages run from the repository root, the user may not.
-        self.work = Path(a.work_dir or ("runs/loop-tools" if self.tools else "runs/loop")).resolve()
+        default = "runs/loop-runout" if self.game else "runs/loop-tools" if self.tools else "runs/loop"
+        self.work = Path(a.work_dir or default).resolve()
         self.data = self.work / "dataset" / "poolbench"
-        self.sft_recipe = a.tools_sft_recipe if self.tools else a.sft_recipe
-        self.dpo_recipe = a.tools_dpo_recipe if self.tools else a.dpo_recipe
+        self.sft_recipe = a.runout_sft_recipe if self.game else a.tools_sft_recipe if self.tools else a.sft_recipe
+        self.dpo_recipe = a.position_dpo_recipe if self.game else a.tools_dpo_recipe if self.tools else a.dpo_recipe
         self.sft_dir, self.dpo_dir, self.grpo_dir = (self.work / name for name in ("sft", "dpo", "grpo"))
         self.stage = ""
         self.stamps = Stamps(self.work / "stamps")
@@ -184,6 +203,8 @@ class Loop:
             "--train_n", str(self.a.train_n), "--train_seed", str(self.a.train_seed), "--players", "oracle"])
 
     def sft_data(self):
+        if self.game:
+            return self.runout_sft_data()
         config = "sft_tools" if self.tools else "sft"
         self.once("sft_data", self.data / "data" / config, ("dataset",), [
             self.py, "builders/build_sft.py", "--dataset_dir", str(self.data), *(["--tools"] if self.tools else []),
@@ -221,6 +242,8 @@ class Loop:
                       boards=0, model_args=self.a.sample_model_args, **where)
 
     def pairs(self):
+        if self.game:
+            return self.runout_pairs()
         config = "pairs_tools" if self.tools else "pairs"
         self.once("pairs", self.data / "data" / config, ("eval_samples", "dataset"), [
             self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data),
@@ -246,12 +269,16 @@ class Loop:
         self.eval("after", str((self.dpo_dir if self.a.after_model == "dpo" else self.sft_dir) / "merged"),
                   made_by=(self.a.after_model,))
 
-    # --- the tool track ---
+    # --- the tool track (eval_sft, eval_dpo: the run-out pilot's too) ---
 
     def eval_sft(self):
+        if self.game:
+            return self.eval_game("sft", str(self.sft_dir / "merged"), ("sft",))
         self.eval("sft", str(self.sft_dir / "merged"), made_by=("sft",))
 
     def eval_dpo(self):
+        if self.game:
+            return self.eval_game("dpo", str(self.dpo_dir / "merged"), ("dpo",))
         self.eval("dpo", str(self.dpo_dir / "merged"), made_by=("dpo",))
 
     def grpo(self):
@@ -269,6 +296,8 @@ class Loop:
             self.eval("free_text", self.a.free_text_model, tools=False)  # the paper's protocol, as it was trained
 
     def results(self):
+        if self.game:
+            return self.runout_results()
         available = {c: self.config_rows(c) for c in ("sft_tools", "pairs_tools")}
         print(self.write_result("pilot_tools.json", pilot_tools_result(self.work, available)))
 
@@ -296,68 +325,24 @@ class Loop:
         print(scaling_table(self.work))
 
 
-def servable(checkpoint: Path) -> Path:
-    """A folder vLLM can load: the checkpoint itself, or its LoRA adapter merged."""
-    if not (checkpoint / "adapter_config.json").exists():
-        return checkpoint
-    merged = checkpoint / "merged"
-    if not merged.exists():
-        from peft import AutoPeftModelForCausalLM
-        from transformers import AutoTokenizer
-
-        from poolbench_data.finetune.common import MERGED_DIR, merge_lora
-
-        # fp32, as the recipes' merged/: merged into bf16 weights most of a LoRA update rounds away.
-        model = AutoPeftModelForCausalLM.from_pretrained(checkpoint, dtype="float32")
-        merge_lora(model, AutoTokenizer.from_pretrained(checkpoint), checkpoint / MERGED_DIR, "float32")
-    return merged
-
-
-RECIPE_FIELDS = ("sft_recipe", "dpo_recipe", "tools_sft_recipe", "tools_dpo_recipe", "grpo_recipe")
-
-
-def check_inputs(loop: Loop) -> None:
-    """Every input a stage may read, before the first stage runs: the recipes, the evaluation's arguments, what the
-    stages' scripts are handed (finetune.extra_args), the models named by path (made absolute: the stages run from
-    the repository root), output paths."""
-    from poolbench_data.core.errors import check_output_dir, check_output_file
-    from poolbench_data.llm.vllm_backend import parse_model_args
-
-    a = loop.a
-    # Every recipe, whichever stages run: a typo in one named for a later run is still a typo.
-    for name in RECIPE_FIELDS:
-        if not getattr(a, name) or not (loop.root / getattr(a, name)).is_file():
-            raise UserError(f"--{name} {getattr(a, name)!r}: no such recipe (paths are from the repository root, "
-                            f"{loop.root}); pick one in training/recipes/")
-    for name in ("eval_model_args", "sample_model_args"):
-        try:
-            parse_model_args(getattr(a, name))
-        except ValueError as e:
-            raise UserError(f"--{name}: {e}") from None
-    check_stage_args(loop.root, a)
-    for name in ("model", "free_text_model"):
-        path = getattr(a, name)
-        if path != EMBEDDED and (path or name == "model"):  # free_text_model '' means none; --model '' is a mistake
-            try:  # a local folder is made absolute: the stages run from the repository root
-                loop.a = replace(loop.a, **{name: resolve_model(path, field=f"--{name}")})
-            except (OSError, ValueError) as e:
-                raise UserError(str(e)) from None
-    if a.results_json:
-        check_output_file(a.results_json, "--results_json")
-    check_output_dir(loop.work, "--work_dir", make=False)  # the first stage makes it
-
-
 def main(argv=None, root: Path = ROOT) -> int:
     """`python training/loop.py`: parse, check every flag and input, then run the chosen stages in order."""
     def go() -> None:
         a = parse(LoopArguments, argv)  # inside: a mistake in a --config file is one line too
-        if a.track not in TRACKS:
-            raise UserError(f"--track must be one of {', '.join(TRACKS)} (got {a.track!r})")
-        track = TRACKS[a.track]
+        if a.track not in TRACKS or a.track == "runout":
+            raise UserError(f"--track must be one of free_text, tools (got {a.track!r}); the run-out pilot is "
+                            "--game runout")
+        if a.game and a.game not in GAMES:
+            raise UserError(f"--game {a.game!r}: the loop trains on run-outs (--game runout), or leave it out for the "
+                            "single-shot tracks")
+        if a.game and a.track != "free_text":
+            raise UserError(f"--game {a.game} is a track of its own; leave --track out")
+        track = TRACKS[a.game or a.track]
         stages = [s for s in a.stages.split(",") if s] or list(track)
         unknown = [s for s in stages if s not in track]
         if unknown:
-            raise UserError(f"--stages: unknown stage(s) {unknown} for --track {a.track}; "
+            raise UserError(f"--stages: unknown stage(s) {unknown} for "
+                            f"{'--game ' + a.game if a.game else '--track ' + a.track}; "
                             f"choose from {', '.join(track)}")
         check_seed("--train_seed", a.train_seed)
         if not (a.sft_epochs > 0 and math.isfinite(a.sft_epochs)):
@@ -368,6 +353,8 @@ def main(argv=None, root: Path = ROOT) -> int:
             raise UserError(f"--train_seed {EVAL_SEED} is the evaluation set's seed; training on it would leak the "
                             "test boards")
         for name, v, low in (("--eval_n", a.eval_n, 1), ("--train_n", a.train_n, 1), ("--sample_n", a.sample_n, 1),
+                             ("--game_eval_n", a.game_eval_n, 1), ("--runout_demo_starts", a.runout_demo_starts, 0),
+                             ("--position_pairs", a.position_pairs, 0),
                              ("--samples", a.samples, 1), ("--grpo_steps", a.grpo_steps, 1),
                              ("--dpo_steps", a.dpo_steps, 0), ("--sft_examples", a.sft_examples, 0),
                              ("--sft_eval_every", a.sft_eval_every, 0)):

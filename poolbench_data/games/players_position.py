@@ -10,23 +10,40 @@ finds a clean pot is chosen (those simulations are kept, and reused when that ta
 ranked table passes the check, the best-ranked shot is played; where no shot pots cleanly, the greedy Oracle's
 fallback. Every candidate is simulated at most once (games.search), and the chosen shot is played from its own
 simulation.
+
+A decision's two halves, the options (`options`) and their ranking (`ranked`), are readable on their own:
+`ranked_shots` lists a table's options in the order the look-ahead checks them, for the preference pairs that set
+them against each other (pairs.position).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from poolbench_data.core.candidates import candidates
-from poolbench_data.core.records import Shot
+from poolbench_data.core.records import Shot, ShotResult
 from poolbench_data.games.records import GameState, Move
 from poolbench_data.games.search import board, simulations_run
 from poolbench_data.games.step import RULES, step
-from poolbench_data.players.baselines import oracle
+from poolbench_data.players.baselines import Decision, oracle
 
 SPEEDS = (4.0, 7.0, 10.0)  # m/s: soft, medium, firm
 SPINS = ((0.0, 0.4), (0.0, 0.0), (0.0, -0.4), (0.3, 0.0), (-0.3, 0.0))  # (a, b): follow, stun, draw, side spins
 TOP = 3  # the cheapest candidates the grid is tried on
 VERIFY = 3  # ranked tables checked with the greedy Oracle
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One option, ranked: the rank of the table it leaves, minus its place among the options (the earlier wins
+    a tie), the shot on the view, its simulation, and the table after it."""
+
+    rank: tuple
+    order: int
+    shot: Shot
+    result: ShotResult
+    after: GameState
 
 
 class PositionOracle:
@@ -35,11 +52,11 @@ class PositionOracle:
     def __init__(self, seed: int = 0):
         self.seed = seed
 
-    def decide(self, state: GameState) -> Move:
-        rules = RULES[state.game]
-        view = rules.view(state)
+    def options(self, state: GameState) -> tuple[Decision, list[tuple[Shot, ShotResult]]]:
+        """The greedy Oracle's decision on the table, and the shots that pot an own ball cleanly with their
+        simulations (on the view): the greedy Oracle's first where it pots, then the grid's, in grid order."""
+        view = RULES[state.game].view(state)
         sims = board(view)
-        before = simulations_run()
         greedy = oracle(view, sims=sims)
         options = [(greedy.shot, greedy.result)] if greedy.how == "pot" else []
         for c in candidates(view)[:TOP]:
@@ -50,27 +67,47 @@ class PositionOracle:
                         result, m = sims.outcome(shot)
                         if m.clean_pot:
                             options.append((shot, result))
-        if not options:
-            result = greedy.result if greedy.result is not None else sims.known(greedy.shot)
-            return Move(rules.real_shot(state, greedy.shot), result, simulations_run() - before, greedy.how)
+        return greedy, options
+
+    @staticmethod
+    def ranked(state: GameState, options: list[tuple[Shot, ShotResult]]) -> list[Ranked]:
+        """Each option with the table it leaves, best-ranked first (ties: the earlier option): the order the
+        look-ahead checks them in."""
+        rules = RULES[state.game]
         ranked = []
         for i, (shot, result) in enumerate(options):
             after, _ = step(state, rules.real_shot(state, shot), result=result)
-            ranked.append((_rank(after), -i, shot, result, after))
-        ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
+            ranked.append(Ranked(_rank(after), -i, shot, result, after))
+        ranked.sort(key=lambda r: (r.rank, r.order), reverse=True)
+        return ranked
+
+    def decide(self, state: GameState) -> Move:
+        rules = RULES[state.game]
+        before = simulations_run()
+        greedy, options = self.options(state)
+        if not options:
+            result = greedy.result if greedy.result is not None else board(rules.view(state)).known(greedy.shot)
+            return Move(rules.real_shot(state, greedy.shot), result, simulations_run() - before, greedy.how)
+        ranked = self.ranked(state, options)
         chosen, how = ranked[0], "position-ranked"
         for r in ranked[:VERIFY]:
-            after = r[4]
-            if after.success:
+            if r.after.success:
                 chosen, how = r, "position-win"
                 break
-            if after.done:
+            if r.after.done:
                 continue
-            if oracle(rules.view(after), sims=board(rules.view(after))).how == "pot":
+            if oracle(rules.view(r.after), sims=board(rules.view(r.after))).how == "pot":
                 chosen, how = r, "position-checked"
                 break
-        _, _, shot, result, _ = chosen
-        return Move(rules.real_shot(state, shot), result, simulations_run() - before, how)
+        return Move(rules.real_shot(state, chosen.shot), chosen.result, simulations_run() - before, how)
+
+
+def ranked_shots(state: GameState) -> list[Shot]:
+    """The position Oracle's options at `state` as played on the table (the 8 named as itself), best-ranked
+    first: what a pair builder sets against each other."""
+    player = PositionOracle()
+    rules = RULES[state.game]
+    return [rules.real_shot(state, r.shot) for r in player.ranked(state, player.options(state)[1])]
 
 
 def _rank(after: GameState) -> tuple:

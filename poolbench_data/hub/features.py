@@ -69,9 +69,27 @@ def features(config: str):
             "target_ball": s, "pocket": s, "cue_speed": f64,
             **{k: v for k, v in outcome.items() if k != "foul_reasons"}, "player": s, "prompt_version": s,
         })
+    if config in ("sft_runout", "pairs_position"):
+        return _runout(config, s, f64, i64, b, message, shot)
     if config == "episodes":
         return _episodes(s, f64, i64, b, message, shot)
     raise KeyError(config)
+
+
+def _runout(config, s, f64, i64, b, message, shot):
+    """A turn of a run-out visit from a train board (demos.runout, pairs.position): the board, the episode's seed,
+    the turn (1-based) and the table it is played from (`balls`), then the demonstration or the pair."""
+    from datasets import Features, List
+
+    turn = {"scenario_id": s, "category": s, "split": s, "seed": i64, "turn": i64,
+            "balls": List({"id": s, "x": f64, "y": f64}), "prompt_version": s}
+    if config == "sft_runout":
+        return Features({"prompt": List(message), "completion": List(message), **turn,
+                         "player": s, "how": s, "action": shot, "potted": List(s), "won": b})
+    side = {"continuation": i64, "potted": List(s), "action": shot, "cue": {"x": f64, "y": f64}}
+    return Features({"prompt": List(message), "chosen": List(message), "rejected": List(message), **turn,
+                     "continuation_player": s, "options": i64,
+                     **{f"{name}_{k}": v for name in ("chosen", "rejected") for k, v in side.items()}})
 
 
 def _episodes(s, f64, i64, b, message, shot):
@@ -94,4 +112,5 @@ def _episodes(s, f64, i64, b, message, shot):
     })
 
 
-CONFIGS = ("scenarios", "traces", "pairs", "sft", "sft_tools", "pairs_tools", "episodes")
+CONFIGS = ("scenarios", "traces", "pairs", "sft", "sft_tools", "pairs_tools", "episodes", "sft_runout",
+           "pairs_position")

@@ -26,7 +26,8 @@ from poolbench_data.core.shutdown import stop_if_requested, terminate_as_exit
 from poolbench_data.hub.features import CONFIGS, features
 
 ROWS_PER_SHARD = {"scenarios": 2000, "traces": 5000, "pairs": 5000, "sft": 5000, "sft_tools": 5000, "pairs_tools": 5000,
-                  "episodes": 500}  # an episode row holds up to 15 shots' events
+                  "episodes": 500,  # an episode row holds up to 15 shots' events
+                  "sft_runout": 5000, "pairs_position": 5000}
 PARQUET_OPTIONS = dict(compression="zstd", compression_level=9, use_dictionary=True, write_statistics=True)
 LOCK, STAGING, NEW, OLD = ".lock", ".staging", ".new", ".old"  # .NAME<kind> beside the folder NAME
 
@@ -117,6 +118,22 @@ def check_shards(folder: Path, field: str = "--dataset_dir") -> None:
 
 def remove_config(root: Path, config: str) -> None:
     shutil.rmtree(Path(root) / "data" / check_config(config), ignore_errors=True)
+
+
+def first_scenarios(folder: Path, split: str, n: int, flag: str) -> list[dict]:
+    """The first n scenarios of `split` in board order (the starts of run-out data); one UserError naming --split
+    where the split holds none, or `flag` (the count's) where it holds fewer than n."""
+    from poolbench_data.core.errors import UserError
+
+    scenarios = read_rows(folder, "scenarios", split)
+    build = "`builders/build_dataset.py --train_n N`"
+    if not scenarios:
+        raise UserError(f"--split {split!r}: {folder} has no scenarios in that split to start run-outs from; give "
+                        f"a split it holds (a train split: {build})")
+    if len(scenarios) < n:
+        raise UserError(f"{flag} {n}: {folder} holds {len(scenarios)} scenarios in split {split!r}; give at most "
+                        f"{len(scenarios)}, or build more ({build})")
+    return scenarios[:n]
 
 
 def read_rows(root: Path, config: str, split: str) -> list[dict]:

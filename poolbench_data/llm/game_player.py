@@ -197,6 +197,6 @@ def episode_row(seat: Seat, player: str, model: str) -> dict:
     episode = seat.to_episode(player)
     f = seat.failure
     return {**episode.to_row(), "player_kind": "llm", "model": model, "episode": seat.episode,
-            "sample": seat.sample, "digest": episode.digest(), "answers": list(seat.answers),
+            "sample": seat.sample, "digest": episode.digest(), "balls": episode.balls, "answers": list(seat.answers),
             "prompts": list(seat.prompts),
             "request_failed": f is not None, "failure": None if f is None else {"kind": f.kind, "error": f.error}}

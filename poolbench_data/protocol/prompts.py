@@ -112,6 +112,7 @@ COORD_DECIMALS = 4
 # well inside potting tolerance, while keeping answers short.
 ANGLE_DECIMALS = 2
 SPEED_DECIMALS = 2
+SPIN_DECIMALS = 2  # the cue tip's offsets, in ball radii: the spin grids' values are whole hundredths
 NONE_ON_TABLE = "none on the table"
 
 
@@ -178,8 +179,10 @@ def pocket_xy(pocket_id: str) -> tuple[float, float]:
     return float(fmt(p.x)), float(fmt(p.y))
 
 
-def format_action(shot: Shot, scenario: Scenario) -> str:
-    """The protocol's one-line JSON answer for a shot (few-shot turns, DPO chosen)."""
+def format_action(shot: Shot, scenario: Scenario, spin: bool = False) -> str:
+    """The protocol's one-line JSON answer for a shot (few-shot turns, DPO chosen). `spin`: with the cue tip's
+    offsets a and b too (SPIN_DECIMALS), the two optional fields a run-out's answer may carry
+    (parsing.parse_action(spin=True) reads them back)."""
     if shot.target_ball is None or shot.target_pocket is None:
         raise ValueError("format_action needs a shot with target_ball and target_pocket set; "
                          "the output format declares both")
@@ -190,12 +193,15 @@ def format_action(shot: Shot, scenario: Scenario) -> str:
     phi = float(fmt(s.phi, ANGLE_DECIMALS))
     if phi >= 360.0:  # 359.996 rounds up to the same direction as 0
         phi = 0.0
-    return json.dumps({
+    action = {
         "target_ball": s.target_ball,
         "target_pocket": list(pocket_xy(s.target_pocket)),
         "aim_angle_deg": phi,
         "cue_speed": float(fmt(s.V0, SPEED_DECIMALS)),
-    })
+    }
+    if spin:
+        action.update(a=float(fmt(s.a, SPIN_DECIMALS)), b=float(fmt(s.b, SPIN_DECIMALS)))
+    return json.dumps(action)
 
 
 def messages(scenario: Scenario, examples: Sequence[tuple[Scenario, Shot]] = ()) -> list[dict]:

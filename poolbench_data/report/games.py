@@ -27,6 +27,14 @@ def facts(episode) -> dict:
             "balls": episode.balls, "end": episode.final.end, "sims": list(episode.sims)}
 
 
+FACTS = ("player", "success", "attempts", "balls", "end", "sims")
+
+
+def facts_of_row(row: dict) -> dict:
+    """facts() of an episode from its stored row (an evaluation's episodes.jsonl, which keeps `balls`)."""
+    return {k: row[k] for k in FACTS}
+
+
 def _rate(k: int, n: int) -> dict:
     lo, hi = wilson(k, n)
     return {"k": k, "n": n, "pct": 100.0 * k / n if n else float("nan"), "lo": 100.0 * lo, "hi": 100.0 * hi}
@@ -107,13 +115,14 @@ def runout_summary(rows: Iterable[dict], players: Sequence[str]) -> dict:
 
 
 def format_runout(summary: dict, title: str = "") -> str:
-    head = ("Player".ljust(20) + "Balls per visit [95%]".ljust(24) + "Run-out %".ljust(22) + "Fouls %".ljust(22)
+    w = max([20, *(len(p) + 2 for p in summary)])  # a model's name can be long: the columns stay aligned
+    head = ("Player".ljust(w) + "Balls per visit [95%]".ljust(24) + "Run-out %".ljust(22) + "Fouls %".ljust(22)
             + "Visits ended by")
     lines = ([title] if title else []) + [head, "-" * (len(head) + 30)]
     for p, s in summary.items():
         b = s["balls"]
         ends = ", ".join(f"{k} {v}" for k, v in s["ends"].items())
-        lines.append(p.ljust(20) + f"{b['mean']:4.2f} [{b['lo']:4.2f}, {b['hi']:4.2f}]".ljust(24)
+        lines.append(p.ljust(w) + f"{b['mean']:4.2f} [{b['lo']:4.2f}, {b['hi']:4.2f}]".ljust(24)
                      + _cell(s["run_out"]).ljust(22) + _cell(s["fouls"]).ljust(22) + ends)
     lines.append("Balls per visit: own balls (and the 8 on a win) potted on clean shots; a foul ends a visit on a "
                  "foul or the 8 potted early; Wilson 95% for rates, a normal interval for the mean.")
@@ -164,12 +173,13 @@ def paired_tests(rows: Iterable[dict], a: str, b: str) -> dict:
 
 def format_paired(tests: Sequence[dict], success: str = "success") -> str:
     """One line a pair of players: `success` names what succeeded (the 9 potted, a run-out)."""
-    head = ("Pair (a vs b)".ljust(34) + "n".rjust(4) + f"  {success} a/b".ljust(16) + "only a  only b  McNemar p"
+    w = max([34, *(len(f"{t['a']} vs {t['b']}") + 1 for t in tests)])
+    head = ("Pair (a vs b)".ljust(w) + "n".rjust(4) + f"  {success} a/b".ljust(16) + "only a  only b  McNemar p"
             + "   balls a-b  a more  b more  ties  sign p  Wilcoxon p")
     lines = ["Paired on the same starts and samples (exact tests, two-sided):", head, "-" * len(head)]
     for t in tests:
         s, b = t["success"], t["balls"]
-        lines.append(f"{t['a']} vs {t['b']}"[:33].ljust(34) + f"{t['n']:4d}" + f"  {s['a']}/{s['b']}".ljust(16)
+        lines.append(f"{t['a']} vs {t['b']}".ljust(w) + f"{t['n']:4d}" + f"  {s['a']}/{s['b']}".ljust(16)
                      + f"{s['only_a']:6d}  {s['only_b']:6d}  {s['mcnemar_p']:9.3f}"
                      + f"   {b['mean_diff']:+9.2f}  {b['a_more']:6d}  {b['b_more']:6d}  {b['ties']:4d}"
                      + f"  {b['sign_p']:6.3f}  {b['wilcoxon_p']:10.3f}")

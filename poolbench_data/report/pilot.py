@@ -264,3 +264,55 @@ def cpu_name(cpuinfo: str = "/proc/cpuinfo") -> str:
     flags = set(field("flags").split())
     bf16 = "AMX bf16" if "amx_bf16" in flags else "AVX-512 bf16" if "avx512_bf16" in flags else "no native bf16"
     return f"{field('model name') or 'unknown CPU'} ({bf16})"
+
+
+RUNOUT_MODELS = ("start", "sft", "dpo")  # the run-out pilot's models, in training order
+
+
+def _episode_facts(folder: Path) -> list[dict]:
+    """A game evaluation's episodes (OUT/episodes.jsonl) as report.games.facts rows keyed by start and sample;
+    [] where the evaluation did not run."""
+    path = folder / "episodes.jsonl"
+    if not path.exists():
+        return []
+    from poolbench_data.report.games import facts_of_row
+
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [{**facts_of_row(r), "player_kind": r["player_kind"], "key": (r["episode"], r["sample"])}
+            for r in rows if not r.get("request_failed")]
+
+
+def pilot_runout_result(work: Path, available: dict[str, int | None]) -> dict:
+    """The run-out pilot: each model's balls per visit, run-out rate and fouls on the same starts, the baselines of
+    the first evaluation, and exact paired tests between consecutive stages (a stage that did not run is null)."""
+    from poolbench_data.report.games import paired_tests, runout_summary
+
+    models, rows = {}, {}
+    for name in RUNOUT_MODELS:
+        facts = [{**r, "player": name} for r in _episode_facts(work / f"eval_{name}") if r["player_kind"] == "llm"]
+        rows[name] = facts
+        models[name] = runout_summary(facts, [name])[name] if facts else None
+    baseline_rows = [r for r in _episode_facts(work / "eval_start") if r["player_kind"] == "baseline"]
+    names = list(dict.fromkeys(r["player"] for r in baseline_rows))
+    baselines = runout_summary(baseline_rows, names) if baseline_rows else {}
+    paired = {}
+    for a, b in (("sft", "start"), ("dpo", "sft")):
+        if rows[a] and rows[b]:
+            paired[f"{a}_vs_{b}"] = paired_tests(rows[a] + rows[b], a, b)
+    for b in names:
+        for a in ("sft", "dpo"):
+            if rows[a]:
+                paired[f"{a}_vs_{b}"] = paired_tests(rows[a] + baseline_rows, a, b)
+    return {"n": len(rows["start"]) or len(rows["sft"]) or None, "models": models, "baselines": baselines,
+            "paired": paired, "demonstrations": examples_seen(work / "sft"),
+            "demonstrations_available": available.get("sft_runout"), "dpo_pairs": examples_seen(work / "dpo"),
+            "dpo_pairs_available": available.get("pairs_position"), **timing(work), "machine": machine()}
+
+
+def runout_table(result: dict) -> str:
+    """The pilot's table as printed: each model and baseline on the same starts, then the paired tests."""
+    from poolbench_data.report.games import format_paired, format_runout
+
+    summary = {**{n: s for n, s in result["models"].items() if s}, **result["baselines"]}
+    title = f"Run-out pilot: {result['n']} starts of the evaluation seed"
+    return format_runout(summary, title) + "\n\n" + format_paired(list(result["paired"].values()), "run-out")

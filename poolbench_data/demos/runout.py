@@ -1,0 +1,137 @@
+"""Position-Oracle demonstrations in the run-out game (the `sft_runout` config), and the written visit they and the
+position pairs (pairs.position) come from.
+
+A run-out is played here as `poolbench eval --game runout` plays a model: each turn the player's shot is written
+as the answer a model would give (the protocol's JSON action with the spin fields a and b), read back by the
+evaluator's parser (llm.observation.read_answer) and stepped from the table as the evaluator steps an answer, its
+simulation run anew. So the answer a row holds is the shot that was played, and a model that gave a visit's
+answers would be sent the same prompts and play the same visit. A turn's prompt is the evaluator's messages on it
+with its defaults (history current: the game's system prompt and this turn's observation).
+
+A demonstration is a turn whose shot potted cleanly (the winning 8 included); the visit's last shot, where it did
+not, is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from poolbench_data.boards.splits import EVAL_SPLITS
+from poolbench_data.core.records import InvalidScenario, Scenario, Shot
+from poolbench_data.games.records import Episode, GameState
+from poolbench_data.games.step import rules_of, step
+from poolbench_data.llm.game_player import GameSettings, seats_of
+from poolbench_data.llm.observation import GAME_PROMPT_VERSION, default_action, observation, read_answer
+from poolbench_data.protocol.prompts import format_action
+
+GAME = "runout"
+ACTION = default_action(GAME)  # the evaluator's answer format for a run-out (the JSON action)
+DEMONSTRATOR = "position-oracle"
+
+
+@dataclass(frozen=True)
+class WrittenTurn:
+    """One turn of a written visit: the table before it, the answer, how the player decided, and the table the
+    answer's shot left (`after.last`: its outcome)."""
+
+    state: GameState
+    text: str
+    how: str
+    after: GameState
+
+    @property
+    def shot(self) -> Shot:
+        return self.after.last.shot
+
+    @property
+    def clean(self) -> bool:
+        return self.after.last.clean
+
+    @property
+    def balls(self) -> int:
+        """Balls this turn potted on a clean shot (own balls, and the 8 on a win): Episode.balls of the turn."""
+        return Episode("", (self.state, self.after), (0,)).balls
+
+
+def start_of(scenario_row: dict) -> GameState | None:
+    """The run-out from a `scenarios` row's board (what games.step.start_game draws from its seed and index);
+    None for a board the game cannot start from."""
+    try:
+        return rules_of(GAME).from_scenario(Scenario.from_row(scenario_row))
+    except InvalidScenario:
+        return None
+
+
+def evaluator_messages(state: GameState) -> list[dict]:
+    """The messages `poolbench eval --game runout` sends on this turn: the conversation a seat starts with
+    (llm.game_player.seats_of: the game's system prompt) and this turn's observation."""
+    settings = GameSettings(model="", backend="", game=GAME, action=ACTION)
+    return [*seats_of([state], settings)[0].conv, {"role": "user", "content": observation(state)}]
+
+
+def answer(state: GameState, shot: Shot) -> str:
+    """A run-out shot as a model would answer it: the protocol's JSON action with the spin fields."""
+    return format_action(shot, rules_of(GAME).scenario(state), spin=True)
+
+
+def play_answer(state: GameState, text: str) -> GameState:
+    """The table after an answer, as the evaluator plays it (llm.game_player): read, then stepped."""
+    action, status, message = read_answer(state, text, ACTION)
+    return step(state, action, parse_status=status, parse_message=message)[0]
+
+
+def written_visit(state: GameState, player) -> tuple[WrittenTurn, ...]:
+    """`player`'s visit from `state`, each decision written as its answer and played from the text."""
+    turns = []
+    while not state.done:
+        move = player.decide(state)
+        text = answer(state, move.action)
+        after = play_answer(state, text)
+        turns.append(WrittenTurn(state, text, move.how, after))
+        state = after
+    return tuple(turns)
+
+
+def table_row(state: GameState) -> list[dict]:
+    """The balls a turn is played from (a row's `balls`: with the board, enough to step an answer again)."""
+    return [{"id": b.id, "x": b.x, "y": b.y} for b in state.balls]
+
+
+def turn_columns(scenario_row: dict, split: str, state: GameState) -> dict:
+    """The columns every run-out training row carries: the board, the episode's seed, the turn, the table."""
+    return {"scenario_id": scenario_row["id"], "category": scenario_row["category"], "split": split,
+            "seed": state.seed, "turn": state.attempts + 1, "balls": table_row(state),
+            "prompt_version": GAME_PROMPT_VERSION}
+
+
+def check_train_split(split: str) -> None:
+    if split in EVAL_SPLITS:
+        raise ValueError(f"split {split!r} holds the evaluation boards; run-out training rows come from train "
+                         "splits only")
+
+
+def _board_demos(task: tuple[dict, str]) -> list[dict]:
+    from poolbench_data.games.players import make_player
+
+    scenario_row, split = task
+    start = start_of(scenario_row)
+    if start is None:
+        return []
+    return [{"prompt": evaluator_messages(t.state), "completion": [{"role": "assistant", "content": t.text}],
+             **turn_columns(scenario_row, split, t.state), "player": DEMONSTRATOR, "how": t.how,
+             "action": t.shot.to_row(), "potted": list(t.after.last.potted), "won": t.after.success}
+            for t in written_visit(start, make_player(GAME, DEMONSTRATOR)) if t.clean]
+
+
+def sft_runout_rows(scenarios: Sequence[dict], split: str, *, workers: int = 1, progress: bool = False) -> list[dict]:
+    """The position Oracle's demonstrations from each board's visit, in board then turn order; the same rows at
+    any number of workers."""
+    from tqdm.auto import tqdm
+
+    from poolbench_data.players.pool import imap
+
+    check_train_split(split)
+    found = imap(_board_demos, [(row, split) for row in scenarios], workers)
+    return [r for rows in tqdm(found, total=len(scenarios), desc="run-outs", unit="board", disable=not progress)
+            for r in rows]
