@@ -618,6 +618,7 @@ def test_the_runout_pilots_json_pairs_each_stage_with_the_one_before_on_the_same
     assert sft_vs_start["n"] == 3 and sft_vs_start["balls"]["a_more"] >= 1 and sft_vs_start["balls"]["b_more"] == 0
     assert dpo_vs_sft["balls"]["a_more"] >= 1 and "dpo_vs_oracle" in result["paired"]
     assert result["demonstrations_available"] == 30 and result["dpo_pairs_available"] is None
+    assert result["answers"]["start"] == {"no-json": 3} and sum(result["answers"]["dpo"].values()) >= 4
     table = runout_table(result)
     assert "sft vs start" in table and "oracle" in table
 

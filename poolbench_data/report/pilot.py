@@ -282,6 +282,19 @@ def _episode_facts(folder: Path) -> list[dict]:
             for r in rows if not r.get("request_failed")]
 
 
+def _parse_statuses(folder: Path) -> dict[str, int] | None:
+    """How a game evaluation's model answers parsed, turn by turn ({status: turns}); None where it did not run."""
+    path = folder / "llm_turns.jsonl"
+    if not path.exists():
+        return None
+    counts: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            status = json.loads(line)["parse_status"]
+            counts[status] = counts.get(status, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def pilot_runout_result(work: Path, available: dict[str, int | None]) -> dict:
     """The run-out pilot: each model's balls per visit, run-out rate and fouls on the same starts, the baselines of
     the first evaluation, and exact paired tests between consecutive stages (a stage that did not run is null)."""
@@ -303,7 +316,9 @@ def pilot_runout_result(work: Path, available: dict[str, int | None]) -> dict:
         for a in ("sft", "dpo"):
             if rows[a]:
                 paired[f"{a}_vs_{b}"] = paired_tests(rows[a] + baseline_rows, a, b)
+    answers = {name: _parse_statuses(work / f"eval_{name}") for name in RUNOUT_MODELS}
     return {"n": len(rows["start"]) or len(rows["sft"]) or None, "models": models, "baselines": baselines,
+            "answers": answers,
             "paired": paired, "demonstrations": examples_seen(work / "sft"),
             "demonstrations_available": available.get("sft_runout"), "dpo_pairs": examples_seen(work / "dpo"),
             "dpo_pairs_available": available.get("pairs_position"), **timing(work), "machine": machine()}
