@@ -74,8 +74,9 @@ def format_nineball(summary: dict, max_attempts: int, title: str = "") -> str:
     head = "Player".ljust(34) + "".join(f"Att. {c}".ljust(22) for c in cols) + "Avg. Att."
     lines = ([title] if title else []) + [head, "-" * len(head)]
     for p, s in summary.items():
+        avg = s["avg_attempts"]  # nan: no episode succeeded
         lines.append(f"{p} (n={s['n']})".ljust(34) + "".join(_cell(s["by_attempt"][c]).ljust(22) for c in cols)
-                     + f"{s['avg_attempts']:.2f}")
+                     + (f"{avg:.2f}" if avg == avg else "-"))
     d = DEEPPHY_MOCK
     lines.append(f"{d['label']} (n={d['n']})".ljust(34)
                  + "".join((f"{d['pct'][c]:5.2f}" if c in d["pct"] else "-").ljust(22) for c in cols)
