@@ -121,8 +121,7 @@ class ScriptArguments:
 
 def bench(args: ScriptArguments) -> int:
     from poolbench_data.core.errors import check_at_least, check_output_file
-    from poolbench_data.report.pilot import machine
-    from poolbench_data.report.provenance import provenance
+    from poolbench_data.report.bench import load_row, print_metrics, write_result
     from poolbench_data.report.stats import quantile
 
     for flag in ("n_mock", "n_oracle", "n_runout", "workers"):
@@ -149,21 +148,12 @@ def bench(args: ScriptArguments) -> int:
     rows.append(("position-oracle simulations per decision: median / p90 / max (decisions)",
                  f"{search['median']:.0f} / {search['p90']:.0f} / {search['max']} ({search['decisions']})"))
     end_load = os.getloadavg()
-    rows.append(("load average (1, 5, 15 min) at start -> end", f"{load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f} -> "
-                                                                f"{end_load[0]:.2f}, {end_load[1]:.2f}, "
-                                                                f"{end_load[2]:.2f}"))
-    w = max(len(k) for k, _ in rows)
-    print(f"{'metric'.ljust(w)}  value\n{'-' * w}  -----")
-    for k, v in rows:
-        print(f"{k.ljust(w)}  {v}")
+    rows.append(load_row(load, end_load))
+    print_metrics(rows)
     if out is not None:
         command = (f"python benchmarks/bench_games.py --n_mock {args.n_mock} --n_mock_small {args.n_mock_small} "
                    f"--n_oracle {args.n_oracle} --n_runout {args.n_runout} --workers {args.workers} --json {args.json}")
-        out.write_text(json.dumps({"command": command, "machine": machine(), "load_average_start": load,
-                                   "load_average_end": end_load, "runs": runs, "position_oracle_search": search,
-                                   "provenance": provenance(benchmark="bench_games")}, indent=2, sort_keys=True,
-                                  default=str))
-        print(f"wrote {out}")
+        write_result(out, command, "bench_games", load, end_load, runs=runs, position_oracle_search=search)
     return 0
 
 

@@ -14,7 +14,6 @@ nine-ball episode of 100 attempts: wasted attempts, no simulation).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -91,8 +90,7 @@ def play_nothing(url: str, n: int) -> list[dict]:
 
 def bench(args: ScriptArguments) -> int:
     from poolbench_data.core.errors import check_at_least, check_output_file, check_seed, check_whole
-    from poolbench_data.report.pilot import machine
-    from poolbench_data.report.provenance import provenance
+    from poolbench_data.report.bench import load_row, print_metrics, write_result
     from poolbench_data.report.stats import quantile
 
     check_at_least("--n", args.n, 1)
@@ -130,21 +128,12 @@ def bench(args: ScriptArguments) -> int:
             ("the same step in the client's process, median ms", f"{summary['median_local_step_ms']:.1f}"),
             (f"round trip of a step that plays nothing ({len(empty)} steps), median ms",
              f"{summary['median_empty_round_trip_ms']:.2f} (server step {summary['median_empty_step_ms']:.2f})"),
-            ("load average (1, 5, 15 min) at start -> end",
-             f"{load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f} -> {end_load[0]:.2f}, {end_load[1]:.2f}, "
-             f"{end_load[2]:.2f}")]
-    w = max(len(k) for k, _ in rows)
-    print(f"{'metric'.ljust(w)}  value\n{'-' * w}  -----")
-    for k, v in rows:
-        print(f"{k.ljust(w)}  {v}")
+            load_row(load, end_load)]
+    print_metrics(rows)
     if out is not None:
         command = (f"python benchmarks/bench_openenv.py --n {args.n} --seed {args.seed} --n_empty {args.n_empty} "
                    f"--json {args.json}")
-        out.write_text(json.dumps({"command": command, "machine": machine(), "load_average_start": load,
-                                   "load_average_end": end_load, "summary": summary, "steps": steps,
-                                   "provenance": provenance(benchmark="bench_openenv")}, indent=2, sort_keys=True,
-                                  default=str))
-        print(f"wrote {out}")
+        write_result(out, command, "bench_openenv", load, end_load, summary=summary, steps=steps)
     return 0
 
 

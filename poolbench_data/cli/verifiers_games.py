@@ -96,12 +96,12 @@ async def play(ask: Callable[[list[dict]], Awaitable[str]], conv: list[dict], da
 def turn_record(turn, game: str) -> dict:
     """One turn's verdict as the trace keeps it: the evaluator's turn-row fields without the simulation's events,
     the turn's reward and the balls it adds to the episode's count."""
-    from poolbench_data.rl.game_env import turn_balls
+    from poolbench_data.games.records import outcome_balls
 
     o = turn.state.last
     return {"attempt": o.attempt, "parse_status": o.parse_status, "fired": o.fired, "potted": list(o.potted),
             "foul_reasons": list(o.foul_reasons), "clean": o.clean, "end": o.end, "reward": turn.reward,
-            "balls": turn_balls(o, turn.state), "message": o.message}
+            "balls": outcome_balls(o, turn.state.game, turn.state.group), "message": o.message}
 
 
 def played(trace) -> dict:

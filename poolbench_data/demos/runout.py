@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 from poolbench_data.boards.splits import EVAL_SPLITS
 from poolbench_data.core.records import InvalidScenario, Scenario, Shot
-from poolbench_data.games.records import Episode, GameState
-from poolbench_data.games.step import rules_of, step
+from poolbench_data.games.records import GameState, outcome_balls
+from poolbench_data.games.step import rules_of
 from poolbench_data.llm.game_player import GameSettings, seats_of
-from poolbench_data.llm.observation import GAME_PROMPT_VERSION, default_action, observation, read_answer
+from poolbench_data.llm import observation as obs
+from poolbench_data.llm.observation import GAME_PROMPT_VERSION, default_action, observation
 from poolbench_data.protocol.prompts import format_action
 
 GAME = "runout"
@@ -51,7 +52,7 @@ class WrittenTurn:
     @property
     def balls(self) -> int:
         """Balls this turn potted on a clean shot (own balls, and the 8 on a win): Episode.balls of the turn."""
-        return Episode("", (self.state, self.after), (0,)).balls
+        return outcome_balls(self.after.last, GAME, self.after.group)
 
 
 def start_of(scenario_row: dict) -> GameState | None:
@@ -76,9 +77,8 @@ def answer(state: GameState, shot: Shot) -> str:
 
 
 def play_answer(state: GameState, text: str) -> GameState:
-    """The table after an answer, as the evaluator plays it (llm.game_player): read, then stepped."""
-    action, status, message = read_answer(state, text, ACTION)
-    return step(state, action, parse_status=status, parse_message=message)[0]
+    """The table after an answer, as the evaluator plays it (llm.observation.play_answer)."""
+    return obs.play_answer(state, text, ACTION)[1]
 
 
 def written_visit(state: GameState, player) -> tuple[WrittenTurn, ...]:

@@ -139,7 +139,7 @@ def evaluate_game(config) -> GameEvalResult:
     kept = resume(out, stamp, name)
     t0 = time.perf_counter()
     rows = [{**facts_of_row(r), "episode": r["episode"], "sample": r["sample"], "key": (r["episode"], r["sample"])}
-            for r in kept.episodes if r["player_kind"] == "baseline" or not r["request_failed"]]
+            for r in kept.episodes]  # resume keeps finished episodes only
     episode_rows, turn_rows, usage = list(kept.episodes), list(kept.turns), {}
     with open(out / "episodes.jsonl", "a") as episodes_file, open(out / "llm_turns.jsonl", "a") as turns_file:
         def keep(row: dict, file) -> None:

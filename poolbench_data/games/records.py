@@ -142,8 +142,7 @@ class Episode:
     @property
     def balls(self) -> int:
         """Balls potted on clean attempts: a run-out's balls per visit (the 8 counts when it wins)."""
-        return sum(len(o.potted) if self.final.game != "runout" else _own_clean(o, self.final.group)
-                   for o in self.outcomes if o.clean)
+        return sum(outcome_balls(o, self.final.game, self.final.group) for o in self.outcomes)
 
     def to_row(self) -> dict:
         return {"player": self.player, "start": self.states[0].to_row(), "sims": list(self.sims),
@@ -160,7 +159,13 @@ class Episode:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _own_clean(o: Outcome, group: str | None) -> int:
+def outcome_balls(o: Outcome, game: str, group: str | None) -> int:
+    """Balls one attempt adds to an episode's count: on a clean attempt, a run-out's own balls (and the 8 when it
+    wins), any ball in nine-ball; none on any other attempt."""
+    if not o.clean:
+        return 0
+    if game != "runout":
+        return len(o.potted)
     return sum(1 for b in o.potted if group_of(b) == group or (b == EIGHT and o.end == "won"))
 
 

@@ -122,11 +122,10 @@ class GameSession(AnswersFile):
         return self.states[k][-1]
 
     def _step(self, k: int, text: str):
-        from poolbench_data.games.step import step
+        from poolbench_data.llm.observation import default_action, play_answer
 
         state = self.table(k)
-        action, status, message = read_answer(state, text)
-        after, outcome = step(state, action, parse_status=status, parse_message=message)
+        _, after, outcome = play_answer(state, text, default_action(state.game))
         self.states[k].append(after)
         return outcome
 

@@ -3,7 +3,7 @@ batched request; each answer is read as the game's action and played by the game
 (games.step), which also turns an answer that cannot be played into a wasted attempt, recorded with its status.
 An episode waits only for its own simulation: it leaves the batch when it ends, and the others go on.
 
-messages (llm.observation) -> backend.generate -> read_answer -> step -> the next observation.
+messages (llm.observation) -> backend.generate -> play_answer (read_answer, then step) -> the next observation.
 
 A turn whose request failed for good (timeout, refused, past the deadline, a replay with no stored answer) is no
 answer of the model's: the episode stops there, marked `request_failed`, and reports leave it out of the model's
@@ -23,14 +23,14 @@ from dataclasses import asdict, dataclass, field
 
 from poolbench_data.core.shutdown import stop_if_requested
 from poolbench_data.games.records import Episode, GameState, action_row
-from poolbench_data.games.step import rules_of, step
+from poolbench_data.games.step import rules_of
 from poolbench_data.llm.backend import GenerationFailure
 from poolbench_data.llm.observation import (
     GAME_PROMPT_VERSION,
     answer_schema,
     game_system_prompt,
     observation,
-    read_answer,
+    play_answer,
 )
 from poolbench_data.llm.player import REQUEST_FAILED
 from poolbench_data.llm.tools import MAX_CALLS, TOOLS, ToolThread, continue_threads, with_tool_note
@@ -177,8 +177,7 @@ def _take(seat: Seat, thread: ToolThread, text: str, sent: list[dict], prompt: l
         return {**base, "raw_response": None, "parse_status": REQUEST_FAILED, "message": f"{f.kind}: {f.error}",
                 "action": None, "after": state.to_row()}
     answer = thread.text
-    action, status, message = read_answer(state, answer, settings.action)
-    after, outcome = step(state, action, parse_status=status, parse_message=message)
+    action, after, outcome = play_answer(state, answer, settings.action)
     seat.states.append(after)
     seat.answers.append(answer)
     seat.prompts.append(prompt)

@@ -26,7 +26,7 @@ import math
 from poolbench_data.core.records import EIGHT, Shot
 from poolbench_data.games.nineball import NINE, lowest, read_strike, table
 from poolbench_data.games.records import GameState, Outcome, Strike
-from poolbench_data.games.step import rules_of
+from poolbench_data.games.step import rules_of, step
 from poolbench_data.protocol.deepphy import CONTINUOUS_JSON_SCHEMA, USER_PROMPT, parse_continuous, system_prompt
 from poolbench_data.protocol.prompts import (ACTION_JSON_SCHEMA, SYSTEM_PROMPT, ball_line, fmt, pockets_line,
                                              table_head, user_prompt)
@@ -183,6 +183,15 @@ def read_answer(state: GameState, text: str | None, action: str):
         return strike, parsed.status, parsed.message
     p = parse_continuous(text)
     return (Strike(p.V0, p.a, p.b) if p.ok else None), p.status, p.message
+
+
+def play_answer(state: GameState, text: str | None, action: str):
+    """An answer played as the evaluator plays it: read as the game's action (read_answer), then one step of the
+    game, which turns an answer that cannot be played into a wasted attempt with its parse status. (the action
+    read, or None; the state after; the attempt's outcome, None where the episode had ended)."""
+    act, status, message = read_answer(state, text, action)
+    after, outcome = step(state, act, parse_status=status, parse_message=message)
+    return act, after, outcome
 
 
 def longest_outcome(game: str, max_attempts: int) -> str:

@@ -277,9 +277,8 @@ def _episode_facts(folder: Path) -> list[dict]:
         return []
     from poolbench_data.report.games import facts_of_row
 
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [{**facts_of_row(r), "player_kind": r["player_kind"], "key": (r["episode"], r["sample"])}
-            for r in rows if not r.get("request_failed")]
+            for r in load_traces(path) if not r.get("request_failed")]
 
 
 def _parse_statuses(folder: Path) -> dict[str, int] | None:
@@ -287,12 +286,9 @@ def _parse_statuses(folder: Path) -> dict[str, int] | None:
     path = folder / "llm_turns.jsonl"
     if not path.exists():
         return None
-    counts: dict[str, int] = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            status = json.loads(line)["parse_status"]
-            counts[status] = counts.get(status, 0) + 1
-    return dict(sorted(counts.items()))
+    from collections import Counter
+
+    return dict(sorted(Counter(r["parse_status"] for r in load_traces(path)).items()))
 
 
 def pilot_runout_result(work: Path, available: dict[str, int | None]) -> dict:

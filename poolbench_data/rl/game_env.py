@@ -2,8 +2,8 @@
 (`load_environment(game=...)`), TRL's `environment_factory` (rl.game_trl) and the OpenEnv server (rl.server).
 
 Each turn is what `poolbench eval --game G` does with one answer (llm.game_player): the observation
-(llm.observation.observation), the answer read as the game's action (read_answer), one step of the game
-(games.step), a wasted attempt where the answer cannot be played. So a harness's verdict on an answer is the
+(llm.observation.observation), the answer read as the game's action and played by one step of the game
+(llm.observation.play_answer), a wasted attempt where the answer cannot be played. So a harness's verdict on an answer is the
 evaluator's, turn by turn, and an episode's rewards add up to what the evaluator reports for it.
 
 Rewards a turn (REWARDS):
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from poolbench_data.boards.generate import DEFAULT_N
 from poolbench_data.boards.splits import EVAL_SEED, SplitLeakError
-from poolbench_data.games.records import GAMES, GameState, Outcome, _own_clean, action_row
-from poolbench_data.games.step import start_game, step
-from poolbench_data.llm.observation import ACTIONS, default_action, game_system_prompt, observation, read_answer
+from poolbench_data.games.records import GAMES, GameState, Outcome, action_row, outcome_balls
+from poolbench_data.games.step import start_game
+from poolbench_data.llm.observation import ACTIONS, default_action, game_system_prompt, observation, play_answer
 
 REWARDS = ("balls", "success", "physics")
 MAX_ATTEMPTS = 15  # DeepPHY's cap; a run-out visit ends by the rules well before it
@@ -86,16 +86,9 @@ def physics_level(o: Outcome) -> int:
     return 3 if o.clean else 2
 
 
-def turn_balls(o: Outcome, after: GameState) -> int:
-    """Balls this attempt adds to the episode's count (games.records.Episode.balls, one attempt of it)."""
-    if not o.clean:
-        return 0
-    return _own_clean(o, after.group) if after.game == "runout" else len(o.potted)
-
-
 def reward_of(reward: str, o: Outcome, after: GameState) -> float:
     if reward == "balls":
-        return float(turn_balls(o, after))
+        return float(outcome_balls(o, after.game, after.group))
     if reward == "success":
         return float(after.success and o.end != "")
     return float(physics_level(o))
@@ -159,8 +152,7 @@ class GameSession:
                               "reset to play another")
         if answer is not None and not isinstance(answer, str):
             raise ValueError(f"answer is a {type(answer).__name__}; give the model's text")
-        action, status, message = read_answer(self.state, answer, self.action)
-        after, outcome = step(self.state, action, parse_status=status, parse_message=message)
+        action, after, outcome = play_answer(self.state, answer, self.action)
         self.state = after
         r = reward_of(self.reward, outcome, after)
         self.rewards.append(r)

@@ -19,9 +19,14 @@ def _text(completion) -> str:
     return "".join(m.get("content", "") for m in completion if m.get("role") == "assistant")
 
 
-def score_completion(scenario: Scenario, text: str) -> float:
+def play_completion(scenario: Scenario, text: str | None):
+    """(the parse, the shot's record): the answer read and played as the evaluator plays a board."""
     p = parse_action(text, scenario)
-    return physics_score(play_shot(scenario, p.shot, player="policy", kind="llm", parse_status=p.status).metrics)
+    return p, play_shot(scenario, p.shot, player="policy", kind="llm", parse_status=p.status)
+
+
+def score_completion(scenario: Scenario, text: str) -> float:
+    return physics_score(play_completion(scenario, text)[1].metrics)
 
 
 def physics_reward(completions, id, category, seed, cue_ball, balls, **kwargs) -> list[float]:

@@ -74,10 +74,9 @@ class ShotSession:
         return user_prompt(self.scenario)
 
     def step(self, answer: str | None) -> ShotTurn:
-        """Score the one answer as the evaluator does (score_completion's steps, kept apart for the outcome)."""
+        """Score the one answer as the evaluator does (rl.reward.play_completion, score_completion's levels)."""
         from poolbench_data.core.scoring import physics_score
-        from poolbench_data.players.play import play_shot
-        from poolbench_data.protocol.parsing import parse_action
+        from poolbench_data.rl.reward import play_completion
 
         if self.scenario is None:
             raise RuntimeError("no episode: call reset first")
@@ -85,8 +84,7 @@ class ShotSession:
             raise EpisodeOver(f"the shot on board {self.scenario.id} was answered; reset to play another")
         if answer is not None and not isinstance(answer, str):
             raise ValueError(f"answer is a {type(answer).__name__}; give the model's text")
-        parsed = parse_action(answer, self.scenario)
-        record = play_shot(self.scenario, parsed.shot, player="policy", kind="llm", parse_status=parsed.status)
+        parsed, record = play_completion(self.scenario, answer)
         score = physics_score(record.metrics)
         self.rewards.append(score)
         outcome = {"attempt": 1, "board": self.scenario.id, "category": self.scenario.category, **parsed.to_row(),
