@@ -12,6 +12,8 @@ Tool-track pairs (the `pairs_tools` config), from a tool-using model's own sampl
 Run-out position pairs (the `pairs_position` config), from the position Oracle's run-outs on the split's boards
 (no model samples needed):
     .venv/bin/python builders/build_pairs.py --dataset_dir poolbench --position --position_n 50
+With --position_tools (`pairs_position_tools`) each turn is written as a ghost_ball player writes it, and a pair
+sets two answers at the ball its call named against each other, after the call and its report.
 """
 
 from __future__ import annotations
@@ -87,6 +89,14 @@ class ScriptArguments(PushArguments):
         "requires": "position", "help": "With --position: the most options compared at a turn (at least 2), spread "
                                         "over the position Oracle's ranking from its best to its worst; each costs "
                                         "a continuation."})
+    position_tools: bool = field(default=False, metadata={
+        "requires": "position", "help": "With --position: build `pairs_position_tools`: each turn written as a "
+                                        "ghost_ball player writes it (the call for the shot's ball, its report, "
+                                        "then the answer with the report's aim), the pair two answers at that ball "
+                                        "after the call, as `poolbench eval --game runout --tools` plays."})
+    tool_lines: bool = field(default=False, metadata={
+        "requires": "position_tools", "help": "With --position_tools: the tool's reports show the cue ball's "
+                                              "headings after contact for stun, follow and draw (cue_after_deg)."})
     workers: int = field(default=0, metadata={
         "help": "Worker processes that label the tool-speed and tool-cap-speed pairs (0: one per core; 9 "
                 "simulations a speed an answer), or that play the run-outs of --position; the pairs are the same at "
@@ -160,17 +170,21 @@ def build_position_pairs(args: ScriptArguments, folder) -> None:
     from poolbench_data.report.provenance import provenance
 
     boards = first_scenarios(folder, args.split, args.position_n, "--position_n")
+    config = "pairs_position_tools" if args.position_tools else "pairs_position"
     pairs = position_pairs(boards, args.split, continuation=args.position_continuation,
-                           options=args.position_options, workers=args.workers, progress=True)
+                           options=args.position_options, tools=args.position_tools, lines=args.tool_lines,
+                           workers=args.workers, progress=True)
     if not pairs:
         # An empty config would replace the last one and train on nothing.
         raise UserError(f"--position_n {args.position_n}: no pairs from the run-outs of {len(boards)} boards (no "
                         f"turn's options ran out differently); {folder} is unchanged. Give more boards")
     check_pairs(pairs, eval_id_prefix(folder))  # what training/dpo.py checks, before the folder changes
-    counts = write_config(folder, "pairs_position", {args.split: pairs}, "pairs_position",
+    settings = dict(tool_lines=args.tool_lines) if args.position_tools else {}
+    counts = write_config(folder, config, {args.split: pairs}, config,
                           provenance(split=args.split, position_n=args.position_n,
-                                     continuation=args.position_continuation, options=args.position_options))
-    print(f"pairs_position/{args.split}: {counts[args.split]} pairs from the run-outs of {len(boards)} boards "
+                                     continuation=args.position_continuation, options=args.position_options,
+                                     **settings))
+    print(f"{config}/{args.split}: {counts[args.split]} pairs from the run-outs of {len(boards)} boards "
           f"(continuation: {args.position_continuation}; at most {args.position_options} options a turn)")
     args.maybe_push(folder)
 

@@ -1,12 +1,14 @@
 """Add the `sft` config (Oracle demonstrations) or, with --tools, the
 `sft_tools` config (ghost_ball tool-use demonstrations), or with --game runout
-the `sft_runout` config (the position Oracle's turns in run-outs) to a dataset
+the `sft_runout` config (the position Oracle's turns in run-outs; with --tools too, `sft_runout_tools`, the turns
+as a ghost_ball player writes them) to a dataset
 folder.
 
     .venv/bin/python builders/build_dataset.py --train_n 500 --players oracle
     .venv/bin/python builders/build_sft.py --dataset_dir poolbench
     .venv/bin/python builders/build_sft.py --dataset_dir poolbench --tools
     .venv/bin/python builders/build_sft.py --dataset_dir poolbench --game runout --runout_n 100
+    .venv/bin/python builders/build_sft.py --dataset_dir poolbench --game runout --tools --tool_lines
 
 Rows come only from the train split: evaluation boards never enter training.
 Then: training/sft.py --config training/recipes/sft-smollm2-135m-cpu.yaml
@@ -28,7 +30,13 @@ class ScriptArguments(PushArguments):
     dataset_dir: str = field(default="poolbench", metadata={"help": "Dataset folder with scenarios and traces."})
     split: str = field(default="train", metadata={"help": "Split to take demonstrations from (never test)."})
     tools: bool = field(default=False, metadata={"help": "Build `sft_tools` (the model calls ghost_ball, then "
-                                                          "answers with its aim) instead of `sft`."})
+                                                          "answers with its aim) instead of `sft`; with --game "
+                                                          "runout, `sft_runout_tools` (each turn a ghost_ball call "
+                                                          "for the shot's ball, then the answer with its aim)."})
+    tool_lines: bool = field(default=False, metadata={
+        "requires": "tools", "help": "With --game runout --tools: the tool's reports show the cue ball's headings "
+                                     "after contact for stun, follow and draw (cue_after_deg; llm.tools.LINES_NOTE), "
+                                     "as `poolbench eval --game runout --tools --tool_lines` answers."})
     game: str = field(default="", metadata={"help": "runout: build `sft_runout` instead of `sft`, the position "
                                                      "Oracle's turns that pot cleanly in a run-out from each of the "
                                                      "split's first --runout_n boards, each prompt the one `poolbench "
@@ -134,6 +142,7 @@ def build(args: ScriptArguments) -> None:
 
 
 def build_runout(args: ScriptArguments) -> None:
+    from dataclasses import fields
     from pathlib import Path
 
     from poolbench_data.boards.splits import EVAL_SPLITS, eval_id_prefix
@@ -147,8 +156,14 @@ def build_runout(args: ScriptArguments) -> None:
 
     if args.game != GAME:
         raise UserError(f"--game {args.game!r}: give {GAME} (the `sft_runout` config), or leave --game out for `sft`")
-    if args.tools:
-        raise UserError("--game runout and --tools build different configs (sft_runout, sft_tools); give one")
+    changed = [f"--{f.name}" for f in fields(args) if f.metadata.get("requires") == "tools"
+               and f.name != "tool_lines" and getattr(args, f.name) != f.default]
+    if changed:
+        raise UserError(f"{', '.join(changed)}: read only for `sft_tools` (--tools without --game); a run-out's "
+                        "tool demonstrations follow the position Oracle's choices; leave them out")
+    if args.tool_lines and not args.tools:
+        raise UserError("--tool_lines is read only with --tools; add --tools, or leave --tool_lines out")
+    config = "sft_runout_tools" if args.tools else "sft_runout"
     check_at_least("--runout_n", args.runout_n, 1)
     workers = resolve_workers(args.workers)  # a negative count: one line naming --workers
     if args.split in EVAL_SPLITS:
@@ -156,12 +171,14 @@ def build_runout(args: ScriptArguments) -> None:
                         f"training; use --split train")
     folder = require_dataset(Path(args.dataset_dir))
     boards = first_scenarios(folder, args.split, args.runout_n, "--runout_n")
-    rows = sft_runout_rows(boards, args.split, workers=workers, progress=True)
+    rows = sft_runout_rows(boards, args.split, tools=args.tools, lines=args.tool_lines, workers=workers,
+                           progress=True)
     check_sft_rows(rows, eval_id_prefix(folder))  # what training/sft.py checks, before the folder changes
-    counts = write_config(folder, "sft_runout", {args.split: rows}, "sft_runout",
-                          provenance(split=args.split, game=GAME, runout_n=args.runout_n))
+    settings = dict(tool_lines=args.tool_lines) if args.tools else {}
+    counts = write_config(folder, config, {args.split: rows}, config,
+                          provenance(split=args.split, game=GAME, runout_n=args.runout_n, **settings))
     won = sum(r["won"] for r in rows)
-    print(f"sft_runout/{args.split}: {counts[args.split]} demonstrations (turns that potted cleanly, {won} of them "
+    print(f"{config}/{args.split}: {counts[args.split]} demonstrations (turns that potted cleanly, {won} of them "
           f"winning) from the run-outs of {len(boards)} boards")
     args.maybe_push(folder)
 

@@ -585,6 +585,27 @@ def test_the_runout_pilot_chains_its_builders_training_and_game_evaluations(tmp_
     assert configs[2].model == str(tmp_path / "dpo" / "merged") and configs[2].out == str(tmp_path / "eval_dpo")
 
 
+def test_the_runout_pilot_with_the_tool_builds_plays_and_trains_the_tool_configs(tmp_path):
+    from poolbench_data.config import read_yaml
+    from poolbench_data.evaluation.config import EvalConfig
+
+    loop = _loop()
+    runner = loop.Loop(loop.LoopArguments(game="runout", track="tools", tool_lines=True, work_dir=str(tmp_path)))
+    ran = []
+    runner.run = ran.append
+    for stage in ("sft_data", "eval_start", "sft", "pairs", "dpo"):
+        runner.stage = stage
+        getattr(runner, stage)()
+    sft_data, start, sft, pairs, dpo = ran
+    assert sft_data[-3:] == ["runout", "--tools", "--tool_lines"]
+    assert pairs[-2:] == ["--position_tools", "--tool_lines"] and "--position" in pairs
+    assert sft[sft.index("--config") + 1] == "training/recipes/sft-runout-tools-smollm2-135m-cpu.yaml"
+    assert dpo[dpo.index("--config") + 1] == "training/recipes/dpo-position-tools-smollm2-135m-cpu.yaml"
+    config = EvalConfig(**read_yaml(start[start.index("--config") + 1], EvalConfig))
+    assert (config.game, config.tools, config.tool_lines) == ("runout", True, True)
+    assert runner.runout_configs() == ("sft_runout_tools", "pairs_position_tools")
+
+
 def test_the_runout_pilots_json_pairs_each_stage_with_the_one_before_on_the_same_starts(tmp_path):
     """Three 'models' of stored answers on the same 3 starts: the JSON counts their balls and pairs them."""
     from poolbench_data.evaluation import EvalConfig, evaluate
@@ -609,7 +630,7 @@ def test_the_runout_pilots_json_pairs_each_stage_with_the_one_before_on_the_same
                             out=str(tmp_path / f"eval_{name}")))
     from poolbench_data.report.pilot import pilot_runout_result, runout_table
 
-    result = pilot_runout_result(tmp_path, {"sft_runout": 30, "pairs_position": None})
+    result = pilot_runout_result(tmp_path, {"demonstrations": 30, "pairs": None})
     models = result["models"]
     assert [models[m]["balls"]["n"] for m in ("start", "sft", "dpo")] == [3, 3, 3]
     assert models["start"]["balls"]["mean"] == 0 and models["dpo"]["balls"]["mean"] > models["sft"]["balls"]["mean"]
@@ -625,8 +646,9 @@ def test_the_runout_pilots_json_pairs_each_stage_with_the_one_before_on_the_same
 
 def test_runout_pilot_arguments_are_one_line(capsys):
     loop = _loop()
-    for argv, flag in ((["--game", "nineball"], "--game 'nineball'"), (["--game", "runout", "--track", "tools"],
-                                                                       "--game runout is a track of its own"),
+    for argv, flag in ((["--game", "nineball"], "--game 'nineball'"),
+                       (["--tool_lines"], "--tool_lines is read only with --game runout --track tools"),
+                       (["--game", "runout", "--tool_lines"], "--tool_lines is read only with --game runout --track"),
                        (["--track", "runout"], "--track must be one of free_text, tools"),
                        (["--game", "runout", "--game_eval_n", "0"], "--game_eval_n"),
                        (["--game", "runout", "--stages", "samples"], "unknown stage(s) ['samples'] for --game runout")):

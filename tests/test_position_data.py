@@ -198,7 +198,10 @@ def no_train(tmp_path_factory) -> Path:
     ("sft", ["--game", "runout", "--runout_n", "0"], "--runout_n must be >= 1"),
     ("sft", ["--game", "runout", "--runout_n", "3"], "--runout_n 3: "),
     ("sft", ["--runout_n", "1"], "--runout_n is read only with --game"),
-    ("sft", ["--game", "runout", "--tools"], "--game runout and --tools"),
+    ("sft", ["--game", "runout", "--tools", "--tool_demo_speeds", "5"], "--tool_demo_speeds: read only for"),
+    ("sft", ["--game", "runout", "--tool_lines"], "--tool_lines is read only with --tools"),
+    ("pairs", ["--position", "--tool_lines"], "--tool_lines is read only with --position_tools"),
+    ("pairs", ["--position_tools"], "--position_tools is read only with --position"),
     ("sft", ["--game", "runout", "--split", "test"], "--split test"),
 ])
 def test_a_mistake_is_one_line_naming_the_flag_before_any_work(builder, argv, flag, bare, no_train, capsys):
@@ -215,7 +218,7 @@ def test_a_mistake_is_one_line_naming_the_flag_before_any_work(builder, argv, fl
 
 @pytest.mark.parametrize("builder, switch, names", [
     (build_sft, "game", ["runout_n", "workers"]),
-    (build_pairs, "position", ["position_continuation", "position_n", "position_options"]),
+    (build_pairs, "position", ["position_continuation", "position_n", "position_options", "position_tools"]),
 ])
 def test_every_flag_read_only_with_the_run_out_switch_says_so(builder, switch, names):
     import dataclasses

@@ -8,6 +8,9 @@ from __future__ import annotations
 import functools
 
 PATH_CUSHIONS = 3  # cushions the tangent line is followed off
+# The spin a player's departure line assumes, as rolling speed over ball speed at contact: none (stun), a rolling
+# ball's top spin (follow), as much back spin (draw).
+SPIN_LINES = {"stun": 0.0, "follow": 1.0, "draw": -1.0}
 
 
 def shot_points(s, ball: str, pocket: str) -> tuple[tuple[float, float], ...]:
@@ -34,6 +37,28 @@ def tangent_path(s, ball: str, pocket: str, cushions: int = PATH_CUSHIONS) -> in
     if norm < 1e-9:
         return None  # a straight shot: the cue ball stops (stun) or follows, no tangent line
     return path_pocket(x, y, t[0] / norm, t[1] / norm, cushions)
+
+
+def departure_lines(s, ball: str, pocket: str) -> dict[str, float | None]:
+    """The direction (degrees, the aim's convention) the cue ball travels after contact on the shot the report
+    shows for (ball, pocket), once its spin has taken, for each of SPIN_LINES: the rule a player uses without
+    simulating. At contact the cue ball keeps the part of its velocity across the line of centres (t, the tangent
+    line: stun's direction) and its spin; sliding friction then turns a spin of k times the speed along the aim
+    (d) into (5/7) t + (2/7) k d, the rule behind the 30-degree rule (a half-ball hit with follow leaves ~34
+    degrees off the aim). None where the cue ball has no direction: a stun on a straight shot stops it."""
+    import math
+
+    (cx, cy), (tx, ty), _, (gx, gy) = shot_points(s, ball, pocket)
+    dist, span = math.dist((cx, cy), (gx, gy)), math.dist((gx, gy), (tx, ty))
+    d = ((gx - cx) / dist, (gy - cy) / dist)
+    n = ((tx - gx) / span, (ty - gy) / span)  # the line of centres at contact
+    along = d[0] * n[0] + d[1] * n[1]
+    t = (d[0] - along * n[0], d[1] - along * n[1])
+    out = {}
+    for name, k in SPIN_LINES.items():
+        vx, vy = 5 / 7 * t[0] + 2 / 7 * k * d[0], 5 / 7 * t[1] + 2 / 7 * k * d[1]
+        out[name] = None if math.hypot(vx, vy) < 1e-6 else math.degrees(math.atan2(vy, vx)) % 360.0
+    return out
 
 
 def path_pocket(x: float, y: float, dx: float, dy: float, cushions: int) -> int | None:

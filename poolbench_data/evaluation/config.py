@@ -84,6 +84,9 @@ class EvalConfig:
     max_tool_calls: int = _f(MAX_CALLS, "tool calls a shot may make (with --tools), counted call by call, however "
                                         "many one turn holds: a call past the cap gets an error instead of a "
                                         "result, and the turn after the cap is read as the action")
+    tool_lines: bool = _f(False, "with --game runout --tools: each open shot of a report adds the cue ball's "
+                                 "headings after contact for stun, follow and draw (cue_after_deg), what a player "
+                                 "knows of position without simulating")
     reasoning_budget: int | None = _f(None, "reasoning models: at most this many tokens inside <think> ... </think> "
                                             "(vLLM's thinking_token_budget; the server needs --reasoning-parser), "
                                             "within --max_tokens; tokens spent reasoning are reported in "

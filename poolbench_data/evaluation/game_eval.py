@@ -22,7 +22,7 @@ from pathlib import Path
 from poolbench_data.core.errors import UserError
 from poolbench_data.evaluation import checks
 
-GAME_ONLY = ("attempts", "history", "action")  # read only with --game
+GAME_ONLY = ("attempts", "history", "action", "tool_lines")  # read only with --game
 # Single-shot settings a game does not read: given with --game, the run would silently ignore them.
 SHOT_ONLY = ("few_shot", "rounds", "dataset_dir", "split", "output_path", "log_samples", "eval_results",
              "eval_results_dataset", "overwrite", "limit", "categories", "boards")
@@ -68,6 +68,8 @@ def check_game(config) -> tuple[str, list[str]]:
     if config.tools and config.game != "runout":
         raise UserError("--tools (the ghost_ball aim tool) applies to --game runout: a nine-ball shot is always "
                         "aimed at the lowest ball; leave --tools out")
+    if config.tool_lines and not config.tools:
+        raise UserError("--tool_lines is read only with --tools; add --tools, or leave --tool_lines out")
     if config.structured and action == "discrete":
         raise UserError("--structured constrains a JSON answer, and DeepPHY's line is none: pass --action continuous "
                         "with it, or leave --structured out")
@@ -130,7 +132,8 @@ def evaluate_game(config) -> GameEvalResult:
     settings = GameSettings(model=model, backend=config.backend, game=config.game, action=action,
                             history=config.history, samples=config.samples, temperature=config.temperature,
                             max_tokens=config.max_tokens, seed=config.gen_seed, structured=config.structured,
-                            vision=config.vision, tools=config.tools, max_tool_calls=config.max_tool_calls)
+                            vision=config.vision, tools=config.tools, max_tool_calls=config.max_tool_calls,
+                            tool_lines=config.tool_lines)
     _check_context(config, model, starts, settings)
     out = check_output_dir(config.out or f"results/eval_{config.game}", "--out")
     stamp = {"game": config.game, "n": config.n, "seed": config.seed, "attempts": config.attempts,
@@ -274,7 +277,7 @@ def _check_context(config, model: str, starts, settings) -> None:
     from poolbench_data.llm.game_player import seats_of
     from poolbench_data.llm.observation import longest_outcome, observation
     from poolbench_data.llm.player import prompt_tokens
-    from poolbench_data.llm.tools import RESULT_TOKENS
+    from poolbench_data.llm.tools import result_tokens
 
     tokenizer = checks.context_tokenizer(config, model)
     if tokenizer is None:
@@ -284,7 +287,7 @@ def _check_context(config, model: str, starts, settings) -> None:
     first = max(prompt_tokens(tokenizer, convs))
     table = max(len(tokenizer.encode(c[-1]["content"], add_special_tokens=False)) for c in convs)
     outcome = len(tokenizer.encode(longest_outcome(config.game, config.attempts), add_special_tokens=False))
-    calls = config.max_tool_calls * (config.max_tokens + RESULT_TOKENS) if config.tools else 0
+    calls = config.max_tool_calls * (config.max_tokens + result_tokens(config.tool_lines)) if config.tools else 0
     turns = config.attempts
     if config.game == "runout":  # a visit ends once its own balls and the 8 are down: a shot a ball at least
         turns = min(turns, max(sum(group_of(b) == s.group for b in s.object_ids) + 1 for s in starts))

@@ -44,7 +44,8 @@ class LoopArguments:
     sft_recipe: str = field(default="training/recipes/sft-smollm2-135m-cpu.yaml", metadata={"help": "SFT recipe."})
     dpo_recipe: str = field(default="training/recipes/dpo-smollm2-135m-cpu.yaml", metadata={"help": "DPO recipe."})
     track: str = field(default="free_text", metadata={"help": "free_text (the paper's protocol) or tools (the "
-                                                               "model calls ghost_ball for the angle)."})
+                                                               "model calls ghost_ball for the angle; with --game "
+                                                               "runout, the run-out pilot with the tool)."})
     work_dir: str = field(default="", metadata={"help": "Where every stage writes ('' = runs/loop, runs/loop-tools)."})
     stages: str = field(default="", metadata={"help": f"Comma-separated subset of the track's stages ('' = all): "
                                                       f"{STAGES} or {TOOL_STAGES}."})
@@ -98,6 +99,15 @@ class LoopArguments:
                                    metadata={"help": "SFT recipe on the sft_runout config (--game runout)."})
     position_dpo_recipe: str = field(default="training/recipes/dpo-position-smollm2-135m-cpu.yaml",
                                      metadata={"help": "DPO recipe on the pairs_position config (--game runout)."})
+    runout_tools_sft_recipe: str = field(default="training/recipes/sft-runout-tools-smollm2-135m-cpu.yaml",
+                                         metadata={"help": "SFT recipe on the sft_runout_tools config (--game runout "
+                                                           "--track tools)."})
+    position_tools_dpo_recipe: str = field(default="training/recipes/dpo-position-tools-smollm2-135m-cpu.yaml",
+                                           metadata={"help": "DPO recipe on the pairs_position_tools config (--game "
+                                                             "runout --track tools)."})
+    tool_lines: bool = field(default=False, metadata={"help": "--game runout --track tools: the tool's reports show "
+                             "the cue ball's headings after contact (cue_after_deg), in every evaluation, "
+                             "demonstration and pair."})
     game_eval_n: int = field(default=200, metadata={"help": "--game runout: run-out starts of the evaluation "
                                                             "seed (0) each model plays."})
     runout_demo_starts: int = field(default=0, metadata={"help": "--game runout: train boards whose position-Oracle "
@@ -150,8 +160,12 @@ class Loop(RunoutStages):
         default = "runs/loop-runout" if self.game else "runs/loop-tools" if self.tools else "runs/loop"
         self.work = Path(a.work_dir or default).resolve()
         self.data = self.work / "dataset" / "poolbench"
-        self.sft_recipe = a.runout_sft_recipe if self.game else a.tools_sft_recipe if self.tools else a.sft_recipe
-        self.dpo_recipe = a.position_dpo_recipe if self.game else a.tools_dpo_recipe if self.tools else a.dpo_recipe
+        if self.game:
+            self.sft_recipe = a.runout_tools_sft_recipe if self.tools else a.runout_sft_recipe
+            self.dpo_recipe = a.position_tools_dpo_recipe if self.tools else a.position_dpo_recipe
+        else:
+            self.sft_recipe = a.tools_sft_recipe if self.tools else a.sft_recipe
+            self.dpo_recipe = a.tools_dpo_recipe if self.tools else a.dpo_recipe
         self.sft_dir, self.dpo_dir, self.grpo_dir = (self.work / name for name in ("sft", "dpo", "grpo"))
         self.stage = ""
         self.stamps = Stamps(self.work / "stamps")
@@ -335,8 +349,9 @@ def main(argv=None, root: Path = ROOT) -> int:
         if a.game and a.game not in GAMES:
             raise UserError(f"--game {a.game!r}: the loop trains on run-outs (--game runout), or leave it out for the "
                             "single-shot tracks")
-        if a.game and a.track != "free_text":
-            raise UserError(f"--game {a.game} is a track of its own; leave --track out")
+        if a.tool_lines and not (a.game and a.track == "tools"):
+            raise UserError("--tool_lines is read only with --game runout --track tools; add both, or leave "
+                            "--tool_lines out")
         track = TRACKS[a.game or a.track]
         stages = [s for s in a.stages.split(",") if s] or list(track)
         unknown = [s for s in stages if s not in track]

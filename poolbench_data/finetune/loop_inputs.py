@@ -28,7 +28,7 @@ def servable(checkpoint: Path) -> Path:
 
 
 RECIPE_FIELDS = ("sft_recipe", "dpo_recipe", "tools_sft_recipe", "tools_dpo_recipe", "grpo_recipe", "runout_sft_recipe",
-                 "position_dpo_recipe")
+                 "position_dpo_recipe", "runout_tools_sft_recipe", "position_tools_dpo_recipe")
 
 
 def check_inputs(loop) -> None:

@@ -19,20 +19,28 @@ GAMES = ("runout",)
 class RunoutStages:
     """Methods of the loop (finetune.loop.Loop: self.a, self.work, self.data, self.once, ...) for --game runout."""
 
+    def runout_configs(self) -> tuple[str, str]:
+        """The demonstrations' and the pairs' configs: with --track tools, as a ghost_ball player writes them."""
+        return ("sft_runout_tools", "pairs_position_tools") if self.tools else ("sft_runout", "pairs_position")
+
+    def tool_flags(self, tools: str) -> list[str]:
+        return [tools, *(["--tool_lines"] if self.a.tool_lines else [])] if self.tools else []
+
     def runout_sft_data(self):
         n = ["--runout_n", str(self.a.runout_demo_starts)] if self.a.runout_demo_starts else []
-        self.once("sft_data", self.data / "data" / "sft_runout", ("dataset",), [
+        self.once("sft_data", self.data / "data" / self.runout_configs()[0], ("dataset",), [
             self.py, "builders/build_sft.py", "--dataset_dir", str(self.data), "--game", self.game, *n,
-            *words(self.a.extra_sft_data_args, "--extra_sft_data_args")])
+            *self.tool_flags("--tools"), *words(self.a.extra_sft_data_args, "--extra_sft_data_args")])
 
     def runout_pairs(self):
         n = ["--position_n", str(self.a.position_pairs)] if self.a.position_pairs else []
-        self.once("pairs", self.data / "data" / "pairs_position", ("dataset",), [
+        self.once("pairs", self.data / "data" / self.runout_configs()[1], ("dataset",), [
             self.py, "builders/build_pairs.py", "--dataset_dir", str(self.data), "--position", *n,
-            *words(self.a.extra_pairs_args, "--extra_pairs_args")])
+            *self.tool_flags("--position_tools"), *words(self.a.extra_pairs_args, "--extra_pairs_args")])
 
     def runout_results(self):
-        available = {c: self.config_rows(c) for c in ("sft_runout", "pairs_position")}
+        demos, pairs = self.runout_configs()
+        available = {"demonstrations": self.config_rows(demos), "pairs": self.config_rows(pairs)}
         result = pilot_runout_result(self.work, available)
         self.write_result("pilot_runout.json", result)
         print(runout_table(result))
@@ -47,7 +55,8 @@ class RunoutStages:
 
         out = self.work / f"eval_{name}"
         config = EvalConfig(game=self.game, out=str(out), model=model, name=name, n=self.a.game_eval_n, seed=EVAL_SEED,
-                            baselines=baselines, model_args=self.a.eval_model_args, quiet=True)
+                            baselines=baselines, model_args=self.a.eval_model_args, quiet=True, tools=self.tools,
+                            tool_lines=self.a.tool_lines)
         path = self.work / "configs" / f"{out.name}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         self.once(f"eval_{name}", out / "results.json", made_by, self.cli + ["eval", "--config", str(path)],

@@ -69,7 +69,7 @@ def features(config: str):
             "target_ball": s, "pocket": s, "cue_speed": f64,
             **{k: v for k, v in outcome.items() if k != "foul_reasons"}, "player": s, "prompt_version": s,
         })
-    if config in ("sft_runout", "pairs_position"):
+    if config in ("sft_runout", "pairs_position", "sft_runout_tools", "pairs_position_tools"):
         return _runout(config, s, f64, i64, b, message, shot)
     if config == "episodes":
         return _episodes(s, f64, i64, b, message, shot)
@@ -83,13 +83,16 @@ def _runout(config, s, f64, i64, b, message, shot):
 
     turn = {"scenario_id": s, "category": s, "split": s, "seed": i64, "turn": i64,
             "balls": List({"id": s, "x": f64, "y": f64}), "prompt_version": s}
+    tool = {"tool_version": s} if config.endswith("_tools") else {}  # llm.tools.tool_version: with lines or not
+    demo = {"player": s, "how": s, "action": shot, "potted": List(s), "won": b}
     if config == "sft_runout":
-        return Features({"prompt": List(message), "completion": List(message), **turn,
-                         "player": s, "how": s, "action": shot, "potted": List(s), "won": b})
+        return Features({"prompt": List(message), "completion": List(message), **turn, **demo})
+    if config == "sft_runout_tools":
+        return Features({"messages": List({"role": s, "content": s, "context": b}), **turn, **demo, **tool})
     side = {"continuation": i64, "potted": List(s), "action": shot, "cue": {"x": f64, "y": f64}}
     return Features({"prompt": List(message), "chosen": List(message), "rejected": List(message), **turn,
                      "continuation_player": s, "options": i64,
-                     **{f"{name}_{k}": v for name in ("chosen", "rejected") for k, v in side.items()}})
+                     **{f"{name}_{k}": v for name in ("chosen", "rejected") for k, v in side.items()}, **tool})
 
 
 def _episodes(s, f64, i64, b, message, shot):
@@ -113,4 +116,4 @@ def _episodes(s, f64, i64, b, message, shot):
 
 
 CONFIGS = ("scenarios", "traces", "pairs", "sft", "sft_tools", "pairs_tools", "episodes", "sft_runout",
-           "pairs_position")
+           "pairs_position", "sft_runout_tools", "pairs_position_tools")

@@ -27,7 +27,8 @@ from poolbench_data.hub.features import CONFIGS, features
 
 ROWS_PER_SHARD = {"scenarios": 2000, "traces": 5000, "pairs": 5000, "sft": 5000, "sft_tools": 5000, "pairs_tools": 5000,
                   "episodes": 500,  # an episode row holds up to 15 shots' events
-                  "sft_runout": 5000, "pairs_position": 5000}
+                  "sft_runout": 5000, "pairs_position": 5000,
+                  "sft_runout_tools": 5000, "pairs_position_tools": 5000}
 PARQUET_OPTIONS = dict(compression="zstd", compression_level=9, use_dictionary=True, write_statistics=True)
 LOCK, STAGING, NEW, OLD = ".lock", ".staging", ".new", ".old"  # .NAME<kind> beside the folder NAME
 

@@ -54,6 +54,7 @@ class GameSettings:
     vision: bool = False
     tools: bool = False
     max_tool_calls: int = MAX_CALLS
+    tool_lines: bool = False  # the tool's reports show the cue ball's headings after contact (llm.tools.LINES_NOTE)
     prompt_version: str = GAME_PROMPT_VERSION
 
     def to_dict(self) -> dict:
@@ -99,7 +100,7 @@ def seats_of(starts: Sequence[GameState], settings: GameSettings) -> list[Seat]:
     system = game_system_prompt(settings.game, settings.action, settings.vision)
     conv = [{"role": "system", "content": system}]
     if settings.tools:
-        conv = with_tool_note([conv])[0]
+        conv = with_tool_note([conv], settings.tool_lines)[0]
     return [Seat(k, j, [s], list(conv)) for k, s in enumerate(starts) for j in range(settings.samples)]
 
 
@@ -146,7 +147,7 @@ def play_games(seats: list[Seat], backend, settings: GameSettings, *, player: st
                                         seed=settings.seed, tools=TOOLS, seeds=seeds)
 
             gens += continue_threads(threads, lambda t: rules_of("runout").scenario(live[t.board].state),
-                                     settings.max_tool_calls, ask)
+                                     settings.max_tool_calls, ask, settings.tool_lines)
         if usage is not None:
             for g in gens:
                 for key, value in g.usage.items():

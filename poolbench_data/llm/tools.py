@@ -76,12 +76,18 @@ TOOL_NOTE = (
     "make: at 0 the next turn must be the JSON action. When you are ready, answer with the JSON action as "
     "instructed."
 )
+# Added to TOOL_NOTE where the reports show the cue ball's lines (`lines`: the run-out game's position play).
+LINES_NOTE = (
+    " Each open shot also has cue_after_deg: the direction the cue ball travels after it hits the ball, in the "
+    "aim's degrees, once its spin has taken: stun (b = 0), follow (b > 0) and draw (b < 0); null where it stops."
+)
 # The tool as the model reads it (TOOL_NOTE, `turn_result`), recorded in every thread and results.json; preference
 # pairs refuse threads of another version. This version shows closed shots' aims while calls are left (hiding
 # them costs DPO clean pots), and a ball's report with nothing open adds a one-cushion kick, the way to a legal
 # contact where no straight shot pots (docs/results.md#the-tool-report; what the kicks reach:
 # docs/results.md#what-the-tool-lets-a-player-reach, analysis/tool_reach.py).
 TOOL_VERSION = "ghost_ball-v3"
+LINES_VERSION = TOOL_VERSION + "+lines"  # the same tool with `lines`: its reports show cue_after_deg
 UNRECORDED_VERSION = "ghost_ball-v1"  # the version of threads and results.json that record none (no kicks)
 MAX_CALLS = 3  # tool calls a shot may make by default, counted call by call; the answer is the turn after the last
 # What a call past the cap gets instead of a result. No number in it: a recorded thread replays it as it was
@@ -91,17 +97,29 @@ CALL_FORM = '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "3"}
 # Tokens a tool result adds to the conversation, an upper bound used to check the context before work: with
 # SmolLM2's digit-by-digit tokenizer one pocket's answer is ~131 and a ball's report at most 218 (held-out own balls).
 RESULT_TOKENS = 260  # a kick adds ~30 tokens to a report with nothing open
+LINE_TOKENS = 40  # what cue_after_deg adds to each open shot of a report (`lines`)
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 
-def with_tool_note(convs: list[list[dict]]) -> list[list[dict]]:
-    """Each conversation with the tool's paragraph after its system prompt."""
+def tool_version(lines: bool = False) -> str:
+    return LINES_VERSION if lines else TOOL_VERSION
+
+
+def result_tokens(lines: bool = False) -> int:
+    """An upper bound on the tokens one call's result adds (every shot of a report open, with `lines`)."""
+    return RESULT_TOKENS + (len(POCKET_IDS) * LINE_TOKENS if lines else 0)
+
+
+def with_tool_note(convs: list[list[dict]], lines: bool = False) -> list[list[dict]]:
+    """Each conversation with the tool's paragraph (and with `lines` the lines' sentence) after its system
+    prompt."""
+    note = TOOL_NOTE + (LINES_NOTE if lines else "")
     out = []
     for conv in convs:
         first, *rest = conv
         if first["role"] != "system":
             raise ValueError("tool conversations start with the protocol's system prompt")
-        out.append([{**first, "content": first["content"] + TOOL_NOTE}, *rest])
+        out.append([{**first, "content": first["content"] + note}, *rest])
     return out
 
 
@@ -143,40 +161,50 @@ def _shown(value, limit: int = 40) -> str:
     return r if len(r) <= limit else r[:limit - 3] + "..."
 
 
-def ghost_ball(scenario: Scenario, target_ball, pocket=None) -> dict:
+def ghost_ball(scenario: Scenario, target_ball, pocket=None, lines: bool = False) -> dict:
     """The paper's ghost-ball construction for one ball and pocket (aimed at
     the pocket centre, any cut), as the tool answers it, plus the aim at
     pooltool's potting point between the jaws, which pots more of the shots
     the demonstration search tries with a clear answer than the centre aim
     (docs/results.md#the-tool-report, analysis/tool_aims.py). Without a
-    pocket: the ball's report (`ball_report`)."""
+    pocket: the ball's report (`ball_report`). With `lines`, an open shot adds
+    `cue_after_deg` (core.cue_paths.departure_lines)."""
     if pocket is None:
-        return ball_report(scenario, read_ball(target_ball, scenario))
+        return ball_report(scenario, read_ball(target_ball, scenario), lines)
     ball, pid = read_target(target_ball, pocket, scenario)
     c = candidate(scenario, ball, pid, aim="centre")
     pp = candidate(scenario, ball, pid, aim="potting-point")
     # `open` first: the one field a player acts on (answer, or call for another shot), before the numbers.
-    return {"open": c.open, "target_ball": c.ball, "pocket": c.pocket,
-            "ghost_ball": [round(c.ghost[0], 4), round(c.ghost[1], 4)],
-            "aim_angle_deg": round(c.phi, 2), "potting_point_aim_angle_deg": round(pp.phi, 2),
-            "cut_angle_deg": round(c.cut, 1),
-            "cue_path_blocked_by": list(c.cue_blockers), "target_path_blocked_by": list(c.pocket_blockers),
-            "ghost_ball_free": c.ghost_ok}
+    out = {"open": c.open, "target_ball": c.ball, "pocket": c.pocket,
+           "ghost_ball": [round(c.ghost[0], 4), round(c.ghost[1], 4)],
+           "aim_angle_deg": round(c.phi, 2), "potting_point_aim_angle_deg": round(pp.phi, 2),
+           "cut_angle_deg": round(c.cut, 1),
+           "cue_path_blocked_by": list(c.cue_blockers), "target_path_blocked_by": list(c.pocket_blockers),
+           "ghost_ball_free": c.ghost_ok}
+    return {**out, "cue_after_deg": cue_lines(scenario, ball, pid)} if lines and c.open else out
 
 
-def ball_report(scenario: Scenario, ball: str) -> dict:
+def cue_lines(scenario: Scenario, ball: str, pocket: str) -> dict:
+    """The cue ball's headings after contact by spin, as a report shows them (0.1 degree)."""
+    from poolbench_data.core.cue_paths import departure_lines
+
+    return {k: None if v is None else round(v, 1) for k, v in departure_lines(scenario, ball, pocket).items()}
+
+
+def ball_report(scenario: Scenario, ball: str, lines: bool = False) -> dict:
     """Every pocket of one ball at once: `open` (any shot open), then `shots`, the pockets with a cut below 90
     degrees (the ball can be sent there), open ones first, then those with the cue ball's path free, each by cut;
     `no_shot`, the others. Each shot is the single-pocket answer's open, cut and potting-point aim. A model that
     calls one pocket at a time seldom finds the open one; this report, ~133 tokens (SmolLM2's tokenizer, median
     over held-out own balls) against ~131 for one pocket, shows them all, and the leading `open` is the one field
     a player acts on (both: docs/results.md#the-tool-report). A report with nothing open ends with `kick`
-    (`kick_shot`): the way to a legal contact where no straight shot pots, the only one on indirect boards."""
-    answers = {pid: ghost_ball(scenario, ball, pid) for pid in POCKET_IDS}
+    (`kick_shot`): the way to a legal contact where no straight shot pots, the only one on indirect boards. With
+    `lines` each open shot adds the cue ball's headings after contact (`cue_after_deg`)."""
+    answers = {pid: ghost_ball(scenario, ball, pid, lines) for pid in POCKET_IDS}
     reachable = sorted((pid for pid, r in answers.items() if r["cut_angle_deg"] < 90.0), key=lambda pid: (
         not answers[pid]["open"], bool(answers[pid]["cue_path_blocked_by"]), answers[pid]["cut_angle_deg"]))
-    shots = [{"pocket": pid, "open": answers[pid]["open"], "cut_angle_deg": answers[pid]["cut_angle_deg"],
-              "potting_point_aim_angle_deg": answers[pid]["potting_point_aim_angle_deg"]} for pid in reachable]
+    shown = ("pocket", "open", "cut_angle_deg", "potting_point_aim_angle_deg", "cue_after_deg")
+    shots = [{k: answers[pid][k] for k in shown if k in answers[pid]} for pid in reachable]
     # `open` first, as in one pocket's answer: the one thing a player acts on (answer, or call for another ball).
     out = {"open": any(s["open"] for s in shots), "target_ball": ball, "shots": shots,
            "no_shot": [pid for pid in POCKET_IDS if pid not in reachable]}
@@ -203,19 +231,19 @@ def call_of(target_ball: str, pocket: str | None = None) -> dict:
     return {"name": TOOL_NAME, "arguments": args}
 
 
-def turn_result(scenario: Scenario, call: dict, calls_left: int) -> dict:
+def turn_result(scenario: Scenario, call: dict, calls_left: int, lines: bool = False) -> dict:
     """A call's result as the model reads it in the conversation: `calls_left` (the calls the shot may still
     make; at 0 the next turn is read as the action) before the tool's own answer: a model not told the cap writes a
     fourth call where the action is due, which is no action."""
-    return {"calls_left": calls_left, **run_call(scenario, call)}
+    return {"calls_left": calls_left, **run_call(scenario, call, lines)}
 
 
-def answer_call(scenario: Scenario, call: dict, made: int, max_calls: int) -> dict:
+def answer_call(scenario: Scenario, call: dict, made: int, max_calls: int, lines: bool = False) -> dict:
     """What a shot's call gets when `made` calls came before it under a cap of `max_calls`: its result with the
     calls left after it, or, once the cap is spent, the refusal (`OVER_CAP`) in its place."""
     if made >= max_calls:
         return {"calls_left": 0, "error": OVER_CAP}
-    return turn_result(scenario, call, max_calls - made - 1)
+    return turn_result(scenario, call, max_calls - made - 1, lines)
 
 
 def replayed_result(scenario: Scenario, call: dict, recorded: dict) -> dict:
@@ -227,26 +255,27 @@ def replayed_result(scenario: Scenario, call: dict, recorded: dict) -> dict:
     return recorded if refused or unreadable else turn_result(scenario, call, recorded.get("calls_left"))
 
 
-def run_call(scenario: Scenario, call: dict) -> dict:
+def run_call(scenario: Scenario, call: dict, lines: bool = False) -> dict:
     """One call's result; a bad call gets an error the model can read."""
     if call.get("error"):
         return {"error": call["error"]}
     if call.get("name") != TOOL_NAME:
         return {"error": f"unknown tool {_shown(call.get('name'))}; the only tool is {TOOL_NAME}"}
     args = call.get("arguments") or {}
-    return tool_answer(scenario, args.get("target_ball"), args.get("pocket"))
+    return tool_answer(scenario, args.get("target_ball"), args.get("pocket"), lines)
 
 
-def tool_answer(scenario: Scenario, target_ball, pocket) -> dict:
+def tool_answer(scenario: Scenario, target_ball, pocket, lines: bool = False) -> dict:
     """What ghost_ball(target_ball[, pocket]) answers on this board; a ball or pocket that is not there gets an
     error the model can read."""
     try:
-        return ghost_ball(scenario, target_ball, pocket)
+        return ghost_ball(scenario, target_ball, pocket, lines)
     except ValueError as exc:
         return {"error": str(exc)}
 
 
-def answer_calls(scenario: Scenario, conv: list[dict], text: str, max_calls: int, log: list[dict]) -> None:
+def answer_calls(scenario: Scenario, conv: list[dict], text: str, max_calls: int, log: list[dict],
+                 lines: bool = False) -> None:
     """Append a turn that called the tool to `conv`: the model's text (with its calls as OpenAI `tool_calls`),
     then one `tool` message per call with its result (`answer_call`: counted call by call against `max_calls`,
     the shot's earlier calls being `log`); each call and result also goes to `log`. The one way a conversation
@@ -258,7 +287,7 @@ def answer_calls(scenario: Scenario, conv: list[dict], text: str, max_calls: int
                                                       "arguments": json.dumps(c.get("arguments") or {})}}
         for cid, c in zip(ids, made)]})
     for cid, c in zip(ids, made):
-        result = answer_call(scenario, c, len(log), max_calls)
+        result = answer_call(scenario, c, len(log), max_calls, lines)
         log.append({"arguments": c.get("arguments"), "result": result})
         conv.append({"role": "tool", "tool_call_id": cid, "content": json.dumps(result)})
 
@@ -306,7 +335,8 @@ def play_with_tools(scenarios: Sequence[Scenario], convs: list[list[dict]], back
     return records, gens, threads
 
 
-def continue_threads(threads: Sequence[ToolThread], scenario_of, max_calls: int, generate) -> list:
+def continue_threads(threads: Sequence[ToolThread], scenario_of, max_calls: int, generate,
+                     lines: bool = False) -> list:
     """The tool loop: while a thread's last answer calls the tool and its calls are not spent, its calls are answered
     on its board (`scenario_of(thread)`) and it is asked again; `generate(conversations, threads, turn)` asks the
     live threads of call turn 1, 2, ... at once (one answer each). Returns each turn's GenerationResult."""
@@ -318,7 +348,7 @@ def continue_threads(threads: Sequence[ToolThread], scenario_of, max_calls: int,
             break
         for t in live:
             t.turns.append(t.text)
-            answer_calls(scenario_of(t), t.conv, t.text, max_calls, t.calls)
+            answer_calls(scenario_of(t), t.conv, t.text, max_calls, t.calls, lines)
         gen = generate([t.conv for t in live], live, turn)
         gens.append(gen)
         failed = gen.failed_slots()

@@ -13,6 +13,12 @@ counts as longer, then the earlier in the ranking wins the tie); a pair only whe
 rejected answer pots no more balls itself than the chosen one, and the two leave the cue ball in different
 places. One pair a turn at most, so no table dominates the set.
 
+With the tool (`pairs_position_tools`), the visit is the tool visit (demos.runout.tool_visit) and a turn's
+candidates are the options at the ball its answer called, written as the tool player writes them
+(demos.runout.tool_turn): the prompt is the conversation up to the answer (the call and its report), and the two
+answers differ in pocket, speed or spin only, the choice the report's aims and (with `lines`) the cue ball's
+headings inform.
+
 The Oracle's own answer at a turn is followed by the rest of its visit, so with the position Oracle continuing
 those continuations are read from the visit instead of played again. Every simulation is deterministic and each
 board is one task, so the pairs are the same bytes at any number of workers.
@@ -32,6 +38,9 @@ from poolbench_data.demos.runout import (
     evaluator_messages,
     play_answer,
     start_of,
+    tool_prompt,
+    tool_turn,
+    tool_visit,
     turn_columns,
     written_visit,
 )
@@ -82,6 +91,22 @@ def candidates(state: GameState, options: int) -> list[WrittenTurn]:
     return spread(written, options)
 
 
+def tool_candidates(turn: WrittenTurn, options: int, lines: bool = False) -> list[WrittenTurn]:
+    """The position Oracle's options at the ball `turn` called, each written as the tool player writes it, that
+    pot cleanly, each text once, in the Oracle's ranking; at most `options`, spread over it."""
+    written, seen = [], set()
+    for shot in ranked_shots(turn.state):
+        if shot.target_ball != turn.call:
+            continue
+        t = tool_turn(turn.state, shot, lines)
+        if t is None or t.text in seen:
+            continue
+        seen.add(t.text)
+        if t.clean:
+            written.append(t)
+    return spread(written, options)
+
+
 def pair_of(cands: Sequence[Candidate]) -> tuple[Candidate, Candidate] | None:
     """(chosen, rejected) among a turn's candidates, or None (module docstring)."""
     if len(cands) < MIN_OPTIONS:
@@ -99,23 +124,25 @@ def _side(c: Candidate) -> dict:
 
 
 def pair_row(scenario_row: dict, split: str, state: GameState, chosen: Candidate, rejected: Candidate,
-             continuation: str, compared: int) -> dict:
+             continuation: str, compared: int, prompt: list[dict] | None = None) -> dict:
     sides = {f"{name}_{k}": v for name, c in (("chosen", chosen), ("rejected", rejected)) for k, v in _side(c).items()}
-    return {"prompt": evaluator_messages(state),
+    return {"prompt": evaluator_messages(state) if prompt is None else prompt,
             "chosen": [{"role": "assistant", "content": chosen.turn.text}],
             "rejected": [{"role": "assistant", "content": rejected.turn.text}],
             **turn_columns(scenario_row, split, state), "continuation_player": continuation,
             "options": compared, **sides}
 
 
-def _board_pairs(task: tuple[dict, str, str, int]) -> list[dict]:
-    scenario_row, split, continuation, options = task
+def _board_pairs(task: tuple[dict, str, str, int, bool, bool]) -> list[dict]:
+    from poolbench_data.llm.tools import tool_version
+
+    scenario_row, split, continuation, options, tools, lines = task
     start = start_of(scenario_row)
     if start is None:
         return []
-    visit = written_visit(start, make_player(GAME, DEMONSTRATOR))
+    visit = tool_visit(start, lines) if tools else written_visit(start, make_player(GAME, DEMONSTRATOR))
     known: dict[tuple, int] = {}  # a table's balls -> the continuation's balls from it
-    if continuation == DEMONSTRATOR:
+    if continuation == DEMONSTRATOR and not tools:  # the tool visit is not the Oracle's own
         for i, t in enumerate(visit):
             known[t.after.balls] = sum(u.balls for u in visit[i + 1:])
 
@@ -128,9 +155,14 @@ def _board_pairs(task: tuple[dict, str, str, int]) -> list[dict]:
 
     rows = []
     for t in visit:
-        cands = [Candidate(c, balls_from(c.after)) for c in candidates(t.state, options)]
+        written = tool_candidates(t, options, lines) if tools else candidates(t.state, options)
+        cands = [Candidate(c, balls_from(c.after)) for c in written]
         if found := pair_of(cands):
-            rows.append(pair_row(scenario_row, split, t.state, *found, continuation, len(cands)))
+            if tools:
+                rows.append({**pair_row(scenario_row, split, t.state, *found, continuation, len(cands),
+                                        tool_prompt(t, lines)), "tool_version": tool_version(lines)})
+            else:
+                rows.append(pair_row(scenario_row, split, t.state, *found, continuation, len(cands)))
     return rows
 
 
@@ -141,8 +173,9 @@ def check_continuation(flag: str, name: str) -> str:
 
 
 def position_pairs(scenarios: Sequence[dict], split: str, *, continuation: str = DEFAULT_CONTINUATION,
-                   options: int = DEFAULT_OPTIONS, workers: int = 1, progress: bool = False) -> list[dict]:
-    """The pairs of each board's visit, in board then turn order."""
+                   options: int = DEFAULT_OPTIONS, tools: bool = False, lines: bool = False, workers: int = 1,
+                   progress: bool = False) -> list[dict]:
+    """The pairs of each board's visit, in board then turn order (with `tools`, `pairs_position_tools`)."""
     from tqdm.auto import tqdm
 
     from poolbench_data.players.pool import imap
@@ -151,6 +184,6 @@ def position_pairs(scenarios: Sequence[dict], split: str, *, continuation: str =
     check_continuation("continuation", continuation)
     if options < MIN_OPTIONS:
         raise ValueError(f"options={options}: a pair compares at least {MIN_OPTIONS} answers")
-    found = imap(_board_pairs, [(row, split, continuation, options) for row in scenarios], workers)
+    found = imap(_board_pairs, [(row, split, continuation, options, tools, lines) for row in scenarios], workers)
     return [r for rows in tqdm(found, total=len(scenarios), desc="position pairs", unit="board",
                                disable=not progress) for r in rows]

@@ -293,7 +293,9 @@ def _parse_statuses(folder: Path) -> dict[str, int] | None:
 
 def pilot_runout_result(work: Path, available: dict[str, int | None]) -> dict:
     """The run-out pilot: each model's balls per visit, run-out rate and fouls on the same starts, the baselines of
-    the first evaluation, and exact paired tests between consecutive stages (a stage that did not run is null)."""
+    the first evaluation, and exact paired tests between consecutive stages (a stage that did not run is null).
+    `available`: the rows built of the demonstrations and of the pairs ("demonstrations", "pairs"; None: not
+    built)."""
     from poolbench_data.report.games import paired_tests, runout_summary
 
     models, rows = {}, {}
@@ -316,8 +318,8 @@ def pilot_runout_result(work: Path, available: dict[str, int | None]) -> dict:
     return {"n": len(rows["start"]) or len(rows["sft"]) or None, "models": models, "baselines": baselines,
             "answers": answers,
             "paired": paired, "demonstrations": examples_seen(work / "sft"),
-            "demonstrations_available": available.get("sft_runout"), "dpo_pairs": examples_seen(work / "dpo"),
-            "dpo_pairs_available": available.get("pairs_position"), **timing(work), "machine": machine()}
+            "demonstrations_available": available.get("demonstrations"), "dpo_pairs": examples_seen(work / "dpo"),
+            "dpo_pairs_available": available.get("pairs"), **timing(work), "machine": machine()}
 
 
 def runout_table(result: dict) -> str:
