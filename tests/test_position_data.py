@@ -1,10 +1,12 @@
 """The run-out training configs on a real folder: `builders/build_sft.py --game runout` (`sft_runout`, the position
-Oracle's turns) and `builders/build_pairs.py --position` (`pairs_position`), built from a small folder's two train
-boards, read back with `datasets`, and each row checked against the evaluator (the messages it sends on that
-turn), the answer parser and the simulator."""
+Oracle's turns) and `builders/build_pairs.py --position` (`pairs_position`), and with the ghost_ball tool
+(`sft_runout_tools`, `pairs_position_tools`), built from a small folder's two train boards, read back with
+`datasets`, and each row checked against the evaluator (the messages it sends on that turn, its tool loop), the
+answer parser and the simulator."""
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import sys
@@ -20,12 +22,14 @@ from poolbench_data.checks.pairs import check_pairs
 from poolbench_data.core.records import BallPos, Shot
 from poolbench_data.demos.runout import ACTION, start_of, written_visit
 from poolbench_data.games.players import make_player
-from poolbench_data.games.step import start_game, step
+from poolbench_data.games.step import rules_of, start_game, step
 from poolbench_data.hub.build import build_benchmark
 from poolbench_data.hub.features import features
 from poolbench_data.hub.folder import read_provenance, read_rows
 from poolbench_data.llm.game_player import GameSettings, play_games, prompt_sha256, seats_of
+from poolbench_data.llm.backend import GenerationResult
 from poolbench_data.llm.observation import game_system_prompt, read_answer
+from poolbench_data.llm.tools import LINES_NOTE, LINES_VERSION, TOOL_NOTE, call_of, tool_calls, turn_result
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "builders"))
 import build_pairs  # noqa: E402
@@ -227,6 +231,101 @@ def test_every_flag_read_only_with_the_run_out_switch_says_so(builder, switch, n
     only = sorted(name for name, f in fields.items() if f.metadata.get("requires") == switch)
     assert only == names
     assert all(fields[n].metadata["help"].startswith(f"With --{switch}") for n in only)
+
+
+# --- with the ghost_ball tool (sft_runout_tools, pairs_position_tools) -------------------------------------------
+
+TOOL_CONFIGS = ("sft_runout_tools", "pairs_position_tools")
+
+
+@pytest.fixture(scope="module")
+def tool_folder(bare, tmp_path_factory) -> Path:
+    """Both tool configs with the cue ball's lines in every report. Read only."""
+    root = _copy(bare, tmp_path_factory.mktemp("tools"), "runout-tools")
+    assert build_sft.main(["--dataset_dir", str(root), "--game", "runout", "--runout_n", "2", "--tools",
+                           "--tool_lines", "--workers", "1"]) == 0
+    assert build_pairs.main(["--dataset_dir", str(root), "--position", "--position_n", "1", "--position_tools",
+                             "--tool_lines", "--position_options", "2", "--workers", "1"]) == 0
+    return root
+
+
+@pytest.fixture(scope="module")
+def tool_rows(tool_folder) -> dict[str, list[dict]]:
+    return {c: load_dataset(str(tool_folder), c, split="train").to_list() for c in TOOL_CONFIGS}
+
+
+def test_the_tool_configs_load_as_training_sets_with_their_provenance(tool_folder, tool_rows):
+    folder, rows = tool_folder, tool_rows
+    demos, pairs = rows["sft_runout_tools"], rows["pairs_position_tools"]
+    for config in TOOL_CONFIGS:
+        assert load_dataset(str(folder), config, split="train").features == features(config)
+    assert len(demos) >= 4 and pairs
+    check_sft_rows(demos, eval_id_prefix(folder))
+    check_pairs(pairs, eval_id_prefix(folder))
+    assert {r["tool_version"] for r in demos + pairs} == {LINES_VERSION}
+    assert {r["scenario_id"][:4] for r in demos + pairs} == {"pb1-"}
+    built = read_provenance(folder)
+    assert built["sft_runout_tools"]["settings"] == {"split": "train", "game": "runout", "runout_n": 2,
+                                                     "tool_lines": True}
+    assert built["pairs_position_tools"]["settings"]["tool_lines"] is True
+    card = (folder / "README.md").read_text()
+    assert "config_name: sft_runout_tools" in card and "### `sft_runout_tools` and `pairs_position_tools`" in card
+
+
+def test_every_demonstration_is_a_tool_turn_the_evaluator_plays_the_same(tool_rows, boards):
+    """The demonstrations' calls and answers, given to the game evaluator's own tool loop (`poolbench eval --game
+    runout --tools --tool_lines`): it sends each demonstration's conversation (prompt, call, the tool's report)
+    word for word and every answer pots cleanly."""
+    demos = tool_rows["sft_runout_tools"]
+    ids = sorted({r["scenario_id"] for r in demos})
+    by = {(ids.index(r["scenario_id"]), r["turn"]): r["messages"] for r in demos}
+    plain = [[{"role": m["role"], "content": m["content"]} for m in r["messages"]] for r in demos]
+    assert all(m[0]["content"].endswith(TOOL_NOTE + LINES_NOTE) for m in plain)
+    assert all([m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant"] for msgs in plain)
+    assert all(not m["context"] for r in demos for m in r["messages"])
+
+    of_observation = {msgs[1]["content"]: msgs for msgs in by.values()}
+
+    class Scripted:
+        """Answers as the demonstrations did: the call after the observation, the answer after the report."""
+
+        def generate(self, convs, n=1, **kw):
+            return GenerationResult([[of_observation[conv[1]["content"]][2 if conv[-1]["role"] == "user" else 4]
+                                      ["content"]] for conv in convs])
+
+    settings = GameSettings(model="scripted", backend="scripted", game="runout", action=ACTION, tools=True,
+                            tool_lines=True)
+    starts = [start_of(boards[i]) for i in ids]
+    threads = []
+    seats = play_games(seats_of(starts, settings), Scripted(), settings, player="scripted",
+                       on_turn=threads.append)
+    for k, seat in enumerate(seats):
+        mine = sorted((r for r in demos if r["scenario_id"] == ids[k]), key=lambda r: r["turn"])
+        assert [s.last.clean for s in seat.states[1:len(mine) + 1]] == [True] * len(mine)
+        assert seat.prompts[:len(mine)] == [[{"role": m["role"], "content": m["content"]} for m in r["messages"][:2]]
+                                            for r in mine]
+    for row in (t for t in threads if (t["episode"], t["turn"]) in by):
+        msgs = by[row["episode"], row["turn"]]
+        assert row["tool_calls"] == [{"arguments": tool_calls(msgs[2]["content"])[0]["arguments"],
+                                      "result": json.loads(msgs[3]["content"])}]
+        assert row["raw_response"] == msgs[4]["content"]
+
+
+def test_a_tool_pair_sets_two_answers_at_the_called_ball_after_its_report(tool_rows, boards):
+    for r in tool_rows["pairs_position_tools"]:
+        assert [m["role"] for m in r["prompt"]] == ["system", "user", "assistant", "tool"]
+        ball = tool_calls(r["prompt"][2]["content"])[0]["arguments"]["target_ball"]
+        state = _state(r, boards)
+        report = json.loads(r["prompt"][3]["content"])
+        assert report == turn_result(rules_of("runout").scenario(state), call_of(ball), 2,
+                                     lines=True)
+        aims = {x["pocket"]: x["potting_point_aim_angle_deg"] for x in report["shots"] if x["open"]}
+        assert r["chosen_continuation"] > r["rejected_continuation"] and r["chosen_cue"] != r["rejected_cue"]
+        for side in ("chosen", "rejected"):
+            shot, status, _ = read_answer(state, r[side][0]["content"], ACTION)
+            after = step(state, shot)[0]
+            assert status == "ok" and shot == Shot.from_row(r[f"{side}_action"]) and after.last.clean
+            assert shot.target_ball == ball and round(shot.phi, 2) == aims[shot.target_pocket]
 
 
 # --- TRL ------------------------------------------------------------------------
