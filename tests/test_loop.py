@@ -602,7 +602,7 @@ def test_the_runout_pilot_with_the_tool_builds_plays_and_trains_the_tool_configs
     assert sft[sft.index("--config") + 1] == "training/recipes/sft-runout-tools-smollm2-135m-cpu.yaml"
     assert dpo[dpo.index("--config") + 1] == "training/recipes/dpo-position-tools-smollm2-135m-cpu.yaml"
     config = EvalConfig(**read_yaml(start[start.index("--config") + 1], EvalConfig))
-    assert (config.game, config.tools, config.tool_lines) == ("runout", True, True)
+    assert (config.game, config.tools, config.tool_lines, config.max_model_len) == ("runout", True, True, 8192)
     assert runner.runout_configs() == ("sft_runout_tools", "pairs_position_tools")
 
 

@@ -105,6 +105,9 @@ class LoopArguments:
     position_tools_dpo_recipe: str = field(default="training/recipes/dpo-position-tools-smollm2-135m-cpu.yaml",
                                            metadata={"help": "DPO recipe on the pairs_position_tools config (--game "
                                                              "runout --track tools)."})
+    tool_max_model_len: int = field(default=8192, metadata={"help": "--game runout --track tools: the evaluations' "
+                                    "--max_model_len (a turn's tool calls and results need more than the default "
+                                    "4096; 8192 is SmolLM2's context)."})
     tool_lines: bool = field(default=False, metadata={"help": "--game runout --track tools: the tool's reports show "
                              "the cue ball's headings after contact (cue_after_deg), in every evaluation, "
                              "demonstration and pair."})
@@ -369,7 +372,7 @@ def main(argv=None, root: Path = ROOT) -> int:
                             "test boards")
         for name, v, low in (("--eval_n", a.eval_n, 1), ("--train_n", a.train_n, 1), ("--sample_n", a.sample_n, 1),
                              ("--game_eval_n", a.game_eval_n, 1), ("--runout_demo_starts", a.runout_demo_starts, 0),
-                             ("--position_pairs", a.position_pairs, 0),
+                             ("--position_pairs", a.position_pairs, 0), ("--tool_max_model_len", a.tool_max_model_len, 1),
                              ("--samples", a.samples, 1), ("--grpo_steps", a.grpo_steps, 1),
                              ("--dpo_steps", a.dpo_steps, 0), ("--sft_examples", a.sft_examples, 0),
                              ("--sft_eval_every", a.sft_eval_every, 0)):

@@ -54,9 +54,11 @@ class RunoutStages:
         from poolbench_data.evaluation.config import EvalConfig
 
         out = self.work / f"eval_{name}"
+        tools = {}
+        if self.tools:
+            tools = dict(tools=True, tool_lines=self.a.tool_lines, max_model_len=self.a.tool_max_model_len)
         config = EvalConfig(game=self.game, out=str(out), model=model, name=name, n=self.a.game_eval_n, seed=EVAL_SEED,
-                            baselines=baselines, model_args=self.a.eval_model_args, quiet=True, tools=self.tools,
-                            tool_lines=self.a.tool_lines)
+                            baselines=baselines, model_args=self.a.eval_model_args, quiet=True, **tools)
         path = self.work / "configs" / f"{out.name}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         self.once(f"eval_{name}", out / "results.json", made_by, self.cli + ["eval", "--config", str(path)],
