@@ -171,15 +171,6 @@ def test_the_same_bytes_at_two_workers(bare, folder, tmp_path):
     assert all((folder / p).read_bytes() == (again / p).read_bytes() for p in files)
 
 
-def test_the_greedy_oracle_is_the_cheap_continuation(bare, tmp_path):
-    root = _copy(bare, tmp_path, "runout-greedy")
-    assert build_pairs.main(["--dataset_dir", str(root), "--position", "--position_n", "1",
-                             "--position_continuation", "oracle", "--workers", "1"]) == 0
-    pairs = load_dataset(str(root), "pairs_position", split="train").to_list()
-    assert pairs and {r["continuation_player"] for r in pairs} == {"oracle"}
-    assert all(r["chosen_continuation"] > r["rejected_continuation"] and r["options"] <= 4 for r in pairs)
-
-
 @pytest.fixture(scope="module")
 def no_train(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("no-train") / "runout-no-train"
@@ -240,12 +231,14 @@ TOOL_CONFIGS = ("sft_runout_tools", "pairs_position_tools")
 
 @pytest.fixture(scope="module")
 def tool_folder(bare, tmp_path_factory) -> Path:
-    """Both tool configs with the cue ball's lines in every report. Read only."""
+    """Both tool configs with the cue ball's lines in every report; the pairs judged by the greedy Oracle's
+    continuation, the cheap one. Read only."""
     root = _copy(bare, tmp_path_factory.mktemp("tools"), "runout-tools")
     assert build_sft.main(["--dataset_dir", str(root), "--game", "runout", "--runout_n", "2", "--tools",
                            "--tool_lines", "--workers", "1"]) == 0
     assert build_pairs.main(["--dataset_dir", str(root), "--position", "--position_n", "1", "--position_tools",
-                             "--tool_lines", "--position_options", "2", "--workers", "1"]) == 0
+                             "--tool_lines", "--position_options", "2", "--position_continuation", "oracle",
+                             "--workers", "1"]) == 0
     return root
 
 
@@ -267,7 +260,9 @@ def test_the_tool_configs_load_as_training_sets_with_their_provenance(tool_folde
     built = read_provenance(folder)
     assert built["sft_runout_tools"]["settings"] == {"split": "train", "game": "runout", "runout_n": 2,
                                                      "tool_lines": True}
-    assert built["pairs_position_tools"]["settings"]["tool_lines"] is True
+    assert built["pairs_position_tools"]["settings"] == {"split": "train", "position_n": 1, "continuation": "oracle",
+                                                        "options": 2, "tool_lines": True}
+    assert {r["continuation_player"] for r in pairs} == {"oracle"} and all(r["options"] <= 2 for r in pairs)
     card = (folder / "README.md").read_text()
     assert "config_name: sft_runout_tools" in card and "### `sft_runout_tools` and `pairs_position_tools`" in card
 
@@ -326,6 +321,8 @@ def test_a_tool_pair_sets_two_answers_at_the_called_ball_after_its_report(tool_r
             after = step(state, shot)[0]
             assert status == "ok" and shot == Shot.from_row(r[f"{side}_action"]) and after.last.clean
             assert shot.target_ball == ball and round(shot.phi, 2) == aims[shot.target_pocket]
+            visit = written_visit(after, make_player("runout", "oracle"))  # the greedy Oracle plays on from there
+            assert sum(t.balls for t in visit) == r[f"{side}_continuation"]
 
 
 # --- TRL ------------------------------------------------------------------------

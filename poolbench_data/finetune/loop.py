@@ -372,7 +372,8 @@ def main(argv=None, root: Path = ROOT) -> int:
                             "test boards")
         for name, v, low in (("--eval_n", a.eval_n, 1), ("--train_n", a.train_n, 1), ("--sample_n", a.sample_n, 1),
                              ("--game_eval_n", a.game_eval_n, 1), ("--runout_demo_starts", a.runout_demo_starts, 0),
-                             ("--position_pairs", a.position_pairs, 0), ("--tool_max_model_len", a.tool_max_model_len, 1),
+                             ("--position_pairs", a.position_pairs, 0),
+                             ("--tool_max_model_len", a.tool_max_model_len, 1),
                              ("--samples", a.samples, 1), ("--grpo_steps", a.grpo_steps, 1),
                              ("--dpo_steps", a.dpo_steps, 0), ("--sft_examples", a.sft_examples, 0),
                              ("--sft_eval_every", a.sft_eval_every, 0)):
