@@ -23,7 +23,7 @@ from poolbench_data.core.records import Shot
 from poolbench_data.games.records import GameState, Move
 
 SPINS = {"default": None, "stun": 0.0, "follow": 0.4, "draw": -0.4}  # b of each fixed-spin player (None: left out)
-LINE_B = {"stun": 0.0, "follow": 0.4, "draw": -0.4}  # the spin each of a report's lines is played with
+LINE_B = {name: SPINS[name] for name in ("stun", "follow", "draw")}  # the spin each of a report's lines is played with
 SPEED = 5.0  # m/s: the tool SFT model's speed
 
 

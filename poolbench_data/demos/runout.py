@@ -102,9 +102,14 @@ def tool_visit(state: GameState, lines: bool = False) -> tuple[WrittenTurn, ...]
     from poolbench_data.games.players_position import ranked_shots
 
     player, turns = make_player(GAME, DEMONSTRATOR), []
+
+    def tried(state):  # the Oracle's choice, then its ranking, ranked only where the choice does not pot
+        yield player.decide(state).action
+        yield from ranked_shots(state)
+
     while not state.done:
-        tried = (player.decide(state).action, *ranked_shots(state))
-        turn = next((t for shot in tried if (t := tool_turn(state, shot, lines)) is not None and t.clean), None)
+        turn = next((t for shot in tried(state) if (t := tool_turn(state, shot, lines)) is not None and t.clean),
+                    None)
         if turn is None:
             break
         turns.append(turn)
@@ -171,17 +176,16 @@ def _board_demos(task: tuple[dict, str, bool, bool]) -> list[dict]:
     start = start_of(scenario_row)
     if start is None:
         return []
+    def columns(t: WrittenTurn) -> dict:  # a demonstration's columns after its messages
+        return {**turn_columns(scenario_row, split, t.state), "player": DEMONSTRATOR, "how": t.how,
+                "action": t.shot.to_row(), "potted": list(t.after.last.potted), "won": t.after.success}
+
     if tools:
         return [{"messages": [{**m, "context": False} for m in [*tool_prompt(t, lines), {
-                    "role": "assistant", "content": t.text}]],
-                 **turn_columns(scenario_row, split, t.state), "player": DEMONSTRATOR, "how": t.how,
-                 "action": t.shot.to_row(), "potted": list(t.after.last.potted), "won": t.after.success,
-                 "tool_version": tool_version(lines)}
+                    "role": "assistant", "content": t.text}]], **columns(t), "tool_version": tool_version(lines)}
                 for t in tool_visit(start, lines)]
     return [{"prompt": evaluator_messages(t.state), "completion": [{"role": "assistant", "content": t.text}],
-             **turn_columns(scenario_row, split, t.state), "player": DEMONSTRATOR, "how": t.how,
-             "action": t.shot.to_row(), "potted": list(t.after.last.potted), "won": t.after.success}
-            for t in written_visit(start, make_player(GAME, DEMONSTRATOR)) if t.clean]
+             **columns(t)} for t in written_visit(start, make_player(GAME, DEMONSTRATOR)) if t.clean]
 
 
 def sft_runout_rows(scenarios: Sequence[dict], split: str, *, tools: bool = False, lines: bool = False,
