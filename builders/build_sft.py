@@ -34,9 +34,10 @@ class ScriptArguments(PushArguments):
                                                           "runout, `sft_runout_tools` (each turn a ghost_ball call "
                                                           "for the shot's ball, then the answer with its aim)."})
     tool_lines: bool = field(default=False, metadata={
-        "requires": "tools", "help": "With --game runout --tools: the tool's reports show the cue ball's headings "
-                                     "after contact for stun, follow and draw (cue_after_deg; llm.tools.LINES_NOTE), "
-                                     "as `poolbench eval --game runout --tools --tool_lines` answers."})
+        "requires": "tools", "help": "With --tools: with --game runout, the tool's reports show the cue ball's "
+                                     "headings after contact for stun, follow and draw (cue_after_deg; "
+                                     "llm.tools.LINES_NOTE), as `poolbench eval --game runout --tools --tool_lines` "
+                                     "answers."})
     game: str = field(default="", metadata={"help": "runout: build `sft_runout` instead of `sft`, the position "
                                                      "Oracle's turns that pot cleanly in a run-out from each of the "
                                                      "split's first --runout_n boards, each prompt the one `poolbench "
@@ -93,6 +94,9 @@ def build(args: ScriptArguments) -> None:
     check_requires(args)  # a tool-only flag without --tools would be silently ignored
     if args.game:
         return build_runout(args)
+    if args.tool_lines:  # sft_tools' single-shot reports never show the lines
+        raise UserError("--tool_lines is read only with --game runout --tools; add --game runout, or leave "
+                        "--tool_lines out")
     check_seed("--seed", args.seed)
     for flag in ("retry_blocked_share", "at_cap_no_pot_share"):
         if not 0 <= getattr(args, flag) <= 1:
@@ -161,8 +165,6 @@ def build_runout(args: ScriptArguments) -> None:
     if changed:
         raise UserError(f"{', '.join(changed)}: read only for `sft_tools` (--tools without --game); a run-out's "
                         "tool demonstrations follow the position Oracle's choices; leave them out")
-    if args.tool_lines and not args.tools:
-        raise UserError("--tool_lines is read only with --tools; add --tools, or leave --tool_lines out")
     config = "sft_runout_tools" if args.tools else "sft_runout"
     check_at_least("--runout_n", args.runout_n, 1)
     workers = resolve_workers(args.workers)  # a negative count: one line naming --workers

@@ -31,7 +31,7 @@ KINDS = {
     "input": ["--eval_dir", "--pilot_json", "--baselines_json", "--trainer_state", "--responses", "--dataset_dir", "--tool_eval_dir",
               "--shards_dir", "--sft_recipe", "--dpo_recipe",
               "--tools_sft_recipe", "--tools_dpo_recipe", "--grpo_recipe", "--tool_chat_template", "--spread_from",
-              "--runout_sft_recipe", "--position_dpo_recipe"],
+              "--runout_sft_recipe", "--position_dpo_recipe", "--runout_tools_sft_recipe", "--position_tools_dpo_recipe"],
     "model": ["--model", "--free_text_model"],  # a folder, or a Hub id (owner/name)
     "output": ["--out", "--output_dir", "--output_path", "--work_dir", "--results_json", "--eval_results"],
     "names": ["--players", "--baselines", "--categories", "--sources", "--tool_sources", "--stages", "--decimals",

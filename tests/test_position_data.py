@@ -195,6 +195,7 @@ def no_train(tmp_path_factory) -> Path:
     ("sft", ["--runout_n", "1"], "--runout_n is read only with --game"),
     ("sft", ["--game", "runout", "--tools", "--tool_demo_speeds", "5"], "--tool_demo_speeds: read only for"),
     ("sft", ["--game", "runout", "--tool_lines"], "--tool_lines is read only with --tools"),
+    ("sft", ["--tools", "--tool_lines"], "--tool_lines is read only with --game runout --tools"),
     ("pairs", ["--position", "--tool_lines"], "--tool_lines is read only with --position_tools"),
     ("pairs", ["--position_tools"], "--position_tools is read only with --position"),
     ("sft", ["--game", "runout", "--split", "test"], "--split test"),

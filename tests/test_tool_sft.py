@@ -560,7 +560,8 @@ def test_every_tool_only_flag_says_so_in_its_help():
 
     fields = {f.name: f for f in dataclasses.fields(_load("builders/build_sft").ScriptArguments)}
     tool_only = sorted(name for name, f in fields.items() if f.metadata.get("requires") == "tools")
-    assert tool_only == ["at_cap_no_pot_share", "retry_blocked_share", "seed", "tool_demo_order", "tool_demo_speeds"]
+    assert tool_only == ["at_cap_no_pot_share", "retry_blocked_share", "seed", "tool_demo_order", "tool_demo_speeds",
+                         "tool_lines"]
     assert all(fields[name].metadata["help"].startswith("With --tools:") for name in tool_only)
 
 

@@ -99,15 +99,12 @@ class LoopArguments:
                                    metadata={"help": "SFT recipe on the sft_runout config (--game runout)."})
     position_dpo_recipe: str = field(default="training/recipes/dpo-position-smollm2-135m-cpu.yaml",
                                      metadata={"help": "DPO recipe on the pairs_position config (--game runout)."})
-    runout_tools_sft_recipe: str = field(default="training/recipes/sft-runout-tools-smollm2-135m-cpu.yaml",
-                                         metadata={"help": "SFT recipe on the sft_runout_tools config (--game runout "
-                                                           "--track tools)."})
-    position_tools_dpo_recipe: str = field(default="training/recipes/dpo-position-tools-smollm2-135m-cpu.yaml",
-                                           metadata={"help": "DPO recipe on the pairs_position_tools config (--game "
-                                                             "runout --track tools)."})
+    runout_tools_sft_recipe: str = field(default="training/recipes/sft-runout-tools-smollm2-135m-cpu.yaml", metadata={
+        "help": "SFT recipe on the sft_runout_tools config (--game runout --track tools)."})
+    position_tools_dpo_recipe: str = field(default="training/recipes/dpo-position-tools-smollm2-135m-cpu.yaml", metadata={
+        "help": "DPO recipe on the pairs_position_tools config (--game runout --track tools)."})
     tool_max_model_len: int = field(default=8192, metadata={"help": "--game runout --track tools: the evaluations' "
-                                    "--max_model_len (a turn's tool calls and results need more than the default "
-                                    "4096; 8192 is SmolLM2's context)."})
+                                    "--max_model_len (tool calls need more than 4096; 8192 is SmolLM2's context)."})
     tool_lines: bool = field(default=False, metadata={"help": "--game runout --track tools: the tool's reports show "
                              "the cue ball's headings after contact (cue_after_deg), in every evaluation, "
                              "demonstration and pair."})
