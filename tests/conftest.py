@@ -319,6 +319,13 @@ def pytest_configure(config):
         from poolbench_data.players.pool import WORKERS_ENV
 
         os.environ[WORKERS_ENV] = "1"
+        # and the vLLM engine's worker gets the cores the other workers leave: its threads are bound a core each,
+        # and one that shared a core with a worker's test would hold the others at every step
+        from poolbench_data.llm.vllm_backend import RESERVED_CPUS_ENV, SMALL_CPU_CORES
+
+        cores, workers = len(os.sched_getaffinity(0)), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        if RESERVED_CPUS_ENV not in os.environ and cores <= SMALL_CPU_CORES:
+            os.environ[RESERVED_CPUS_ENV] = str(min(workers - 1, cores - 1))
 
 
 def _wait_for_warm_up() -> None:

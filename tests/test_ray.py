@@ -73,15 +73,11 @@ def test_ray_streams_in_order_with_bounded_work_in_flight(ray_instance):
 
 
 @pytest.mark.slow
-def test_a_ray_build_equals_the_local_build_byte_for_byte(ray_instance, tmp_path, benchmark_scenarios):
+def test_a_ray_build_equals_the_local_build_byte_for_byte(ray_instance, tmp_path):
     from poolbench_data.hub.build import build_benchmark
     from poolbench_data.hub.episodes import EpisodePlan
 
-    local = list(run_baselines(benchmark_scenarios[:8], DEFAULT_BASELINES, workers=2, progress=False))
-    on_ray = list(run_baselines(benchmark_scenarios[:8], DEFAULT_BASELINES, workers=2, progress=False,
-                                executor="ray"))
-    assert on_ray == local
-    # with a few short run-out episodes: the episodes config is played on Ray too
+    # every baseline's records, and a few short run-out episodes: the episodes config is played on Ray too
     episodes = EpisodePlan(("runout",), (("heuristic",),), n=2, attempts=2)
     args = dict(eval_n=4, train_n=2, train_seed=3, progress=False, workers=2, episodes=episodes)
     build_benchmark(tmp_path / "local", **args)

@@ -36,7 +36,6 @@ from poolbench_data.protocol.prompts import format_action, messages  # noqa: E40
 
 VF_EVAL = str(Path(sys.executable).with_name("vf-eval"))
 MALFORMED_CALL = '<tool_call>{"name": "ghost_ball", "arguments": {"target_ball": "1"</tool_call>'
-NON_ANSWER = "I would hit it hard."
 
 
 # ------------------------------------------------------------------ no engine
@@ -273,12 +272,6 @@ class TestVfEval:
         rows = assert_scored_as_poolbench_eval(tmp_path, traces, 1, 0, "clean_pot")
         assert t["metrics"]["parseable"] == 0.0 and t["metrics"]["foul"] == 1.0
         assert rows[t["task"]["data"]["id"]]["parse_status"] != "ok"
-
-    def test_a_non_answer_scores_as_poolbench_eval(self, served_model, tmp_path):
-        traces = vf_eval(tmp_path, served_model, "--env.taskset.n", "1", forced=NON_ANSWER)
-        (t,) = traces
-        assert final_answer(t) == NON_ANSWER and t["metrics"]["parseable"] == 0.0
-        assert_scored_as_poolbench_eval(tmp_path, traces, 1, 0, "clean_pot")
 
     def test_the_oracle_s_answer_scores_as_poolbench_eval(self, served_model, tmp_path):
         board = generate(1)[0]
